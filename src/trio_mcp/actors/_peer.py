@@ -1,0 +1,643 @@
+"""The JSON-RPC peer actor: one session over one message stream.
+
+Responsibilities: request ids and pending calls, a capped pool of handler
+workers for inbound requests, notifications (in order, on one worker),
+``ping``, progress, and cancellation both ways. It knows JSON-RPC, not MCP
+roles: a *dispatcher* (the server or client actor) answers requests and
+notifications.
+
+The read loop never awaits a consumer:
+
+* a response goes to its caller through a one-slot reply (the parked caller
+  task is rescheduled, or the value waits in the slot);
+* a request enters the admission queue with ``send_nowait``; when the queue
+  is full the peer answers at once with :class:`ServerOverloaded`;
+* a notification enters the notification queue with ``send_nowait``; when
+  that queue is full it is dropped and counted (see :class:`PeerLimits`);
+* error answers that the read loop itself produces go through a bounded
+  outbox served by its own task.
+
+Blocking the read loop would also block responses, and deadlock handlers that
+wait on the peer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
+
+import attrs
+import msgspec
+import outcome
+import trio
+from msgspec import UNSET, Struct
+
+from ..protocol import (
+    ConnectionClosed,
+    ErrorResponse,
+    InternalError,
+    InvalidMessage,
+    InvalidRequest,
+    McpError,
+    MethodNotFound,
+    Notification,
+    Request,
+    Response,
+    ServerOverloaded,
+    coerce,
+    error_response,
+)
+from ..transports import MessageStream, TransportError
+from ._actor import ExitReason
+
+__all__ = [
+    "Peer",
+    "PeerLimits",
+    "PeerStatistics",
+    "InboundRequest",
+    "Dispatcher",
+    "ProgressCallback",
+    "NON_CANCELLABLE",
+]
+
+log = logging.getLogger("trio_mcp.peer")
+
+#: Requests a peer's ``notifications/cancelled`` never interrupts.
+NON_CANCELLABLE: Final = frozenset({"initialize"})
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+
+_EMPTY_RESULT: Final = msgspec.Raw(b"{}")
+
+
+@attrs.frozen(kw_only=True)
+class PeerLimits:
+    """Every bound of a peer, named. All are counts of messages unless noted."""
+
+    #: Handler workers serving inbound requests at once.
+    max_concurrent_handlers: int = 64
+    #: Inbound requests waiting for a worker; one more is answered at once
+    #: with ServerOverloaded (-32001) instead of being queued.
+    max_queued_requests: int = 256
+    #: Inbound notifications waiting for the (single, in-order) notification
+    #: worker; one more is dropped and counted in ``notifications_dropped``.
+    max_queued_notifications: int = 1024
+    #: Error answers produced by the read loop (parse errors, overload)
+    #: waiting to be written; one more is dropped and counted.
+    max_queued_replies: int = 256
+    #: Seconds a shielded ``notifications/cancelled`` send may take.
+    cancel_send_timeout: float = 1.0
+    #: Seconds in-flight handlers may run on after the other side closed its
+    #: end cleanly (EOF) before they are cancelled.
+    drain_grace: float = 2.0
+    #: Seconds ``aclose`` may spend closing the transport.
+    close_timeout: float = 2.0
+
+    def __attrs_post_init__(self) -> None:
+        for field in attrs.fields(type(self)):
+            if getattr(self, field.name) <= 0:
+                raise ValueError(f"PeerLimits.{field.name} must be positive")
+
+
+@attrs.frozen
+class PeerStatistics:
+    pending_calls: int
+    handlers_running: int
+    workers: int
+    requests_queued: int
+    notifications_queued: int
+    requests_served: int
+    requests_overloaded: int
+    requests_cancelled_by_peer: int
+    notifications_dropped: int
+    replies_dropped: int
+    unmatched_responses: int
+    invalid_frames: int
+
+
+class Dispatcher(Protocol):
+    """What a role actor gives the peer."""
+
+    async def handle_request(self, request: InboundRequest) -> Any:
+        """Return the result (Struct, builtins or Raw) or raise McpError."""
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        """Handle one notification, in arrival order."""
+
+    def handle_notification_inline(self, method: str, params: Any) -> bool:
+        """Optionally handle a notification synchronously in the read loop
+        (for state changes that must precede later requests, such as
+        ``notifications/initialized``). Return True if handled. Must not block."""
+
+
+class _NullDispatcher:
+    async def handle_request(self, request: InboundRequest) -> Any:
+        raise MethodNotFound(f"Method not found: {request.method}")
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        return None
+
+    def handle_notification_inline(self, method: str, params: Any) -> bool:
+        return False
+
+
+class _Reply:
+    """A one-slot reply: the read loop fills it without ever blocking."""
+
+    __slots__ = ("value", "task")
+
+    def __init__(self) -> None:
+        self.value: outcome.Outcome[Any] | None = None
+        self.task: trio.lowlevel.Task | None = None
+
+    def deliver(self, value: outcome.Outcome[Any]) -> None:
+        if self.value is not None:
+            return
+        self.value = value
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task, value)
+
+    async def wait(self) -> Any:
+        if self.value is not None:
+            await trio.lowlevel.checkpoint()
+            return self.value.unwrap()
+        self.task = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self.task = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        return await trio.lowlevel.wait_task_rescheduled(abort)
+
+
+class _Slot:
+    """An admitted inbound request's cancellation state."""
+
+    __slots__ = ("scope", "cancelled", "cancellable")
+
+    def __init__(self, cancellable: bool) -> None:
+        self.scope: trio.CancelScope | None = None
+        self.cancelled = False
+        self.cancellable = cancellable
+
+
+class _Meta(Struct):
+    meta: dict[str, Any] = msgspec.field(default_factory=dict, name="_meta")
+
+
+class InboundRequest:
+    """A request being served; handed to the dispatcher."""
+
+    __slots__ = ("peer", "id", "method", "params", "_meta")
+
+    def __init__(self, peer: Peer, request: Request) -> None:
+        self.peer = peer
+        self.id = request.id
+        self.method = request.method
+        self.params = request.params
+        self._meta: dict[str, Any] | None = None
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The request's ``_meta`` object (decoded on first use)."""
+        if self._meta is None:
+            params = self.params
+            if params is UNSET or params is None:
+                self._meta = {}
+            elif isinstance(params, dict):
+                self._meta = params.get("_meta") or {}
+            elif isinstance(params, Struct):
+                meta = getattr(params, "meta", UNSET)
+                self._meta = meta if isinstance(meta, dict) else {}
+            else:
+                try:
+                    self._meta = coerce(params, _Meta).meta
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    self._meta = {}
+        return self._meta
+
+    @property
+    def progress_token(self) -> int | str | None:
+        token = self.meta.get("progressToken")
+        return token if type(token) in (int, str) else None
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` if the caller asked for progress."""
+        token = self.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.peer.notify("notifications/progress", params)
+
+
+class Peer:
+    """A JSON-RPC session over a :class:`MessageStream`.
+
+    Start with ``await nursery.start(peer.run)``. ``run`` returns an
+    :class:`ExitReason` when the stream ends cleanly or :meth:`aclose` is
+    called, and raises :class:`TransportError` when the transport breaks.
+    Either way every pending call has already failed with
+    :class:`ConnectionClosed`.
+    """
+
+    def __init__(
+        self,
+        stream: MessageStream,
+        dispatcher: Dispatcher | None = None,
+        *,
+        limits: PeerLimits | None = None,
+        name: str = "peer",
+    ) -> None:
+        self.name = name
+        self.stream = stream
+        self.dispatcher: Dispatcher = dispatcher or _NullDispatcher()
+        self.limits = limits or PeerLimits()
+        self._next_id = 1
+        self._pending: dict[int | str, _Reply] = {}
+        self._progress: dict[int | str, ProgressCallback] = {}
+        self._inflight: dict[int | str, _Slot] = {}
+        self._queue_send, self._queue_recv = trio.open_memory_channel[Request](self.limits.max_queued_requests)
+        self._notif_send, self._notif_recv = trio.open_memory_channel[Notification](
+            self.limits.max_queued_notifications
+        )
+        self._outbox_send, self._outbox_recv = trio.open_memory_channel[Any](self.limits.max_queued_replies)
+        self._nursery: trio.Nursery | None = None
+        self._workers = 0
+        self._idle = 0
+        self._running = 0
+        self._closed_reason: str | None = None
+        self._local_close = False
+        self._started = False
+        self._stopped = trio.Event()
+        # statistics
+        self._served = 0
+        self._overloaded = 0
+        self._cancelled_by_peer = 0
+        self._notifications_dropped = 0
+        self._replies_dropped = 0
+        self._unmatched = 0
+        self._invalid = 0
+
+    # ------------------------------------------------------------------ run
+
+    async def run(self, *, task_status: trio.TaskStatus[Peer] = trio.TASK_STATUS_IGNORED) -> ExitReason:
+        if self._started:
+            raise RuntimeError("a Peer runs once")
+        self._started = True
+        reason = ExitReason("eof")
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._notification_loop)
+                nursery.start_soon(self._outbox_loop)
+                task_status.started(self)
+                try:
+                    reason = await self._read_loop()
+                except TransportError as exc:
+                    self._shut(f"transport failed: {exc.reason}")
+                    nursery.cancel_scope.cancel()
+                    raise
+                except BaseException:
+                    self._shut("peer stopped")
+                    raise
+                self._shut(reason.detail or "connection closed")
+                if self._local_close:
+                    nursery.cancel_scope.cancel()
+                else:
+                    # Clean EOF: let admitted handlers finish, within a bound.
+                    nursery.cancel_scope.deadline = trio.current_time() + self.limits.drain_grace
+        finally:
+            self._shut("peer stopped")
+            self._stopped.set()
+        return reason
+
+    async def _read_loop(self) -> ExitReason:
+        receive = self.stream.receive
+        dispatch = self._dispatch
+        while True:
+            try:
+                frame = await receive()
+            except trio.EndOfChannel:
+                if self._local_close:
+                    return ExitReason("closed", "closed locally")
+                return ExitReason("eof", "the other side closed the connection")
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                if self._local_close:
+                    return ExitReason("closed", "closed locally")
+                raise TransportError("stream closed under the reader") from None
+            if type(frame) is list:
+                for item in frame:
+                    dispatch(item)
+            else:
+                dispatch(frame)
+
+    def _shut(self, reason: str) -> None:
+        """Stop accepting work and fail every pending call (idempotent)."""
+        if self._closed_reason is not None:
+            return
+        self._closed_reason = reason
+        self._queue_send.close()
+        self._notif_send.close()
+        self._outbox_send.close()
+        err = outcome.Error(ConnectionClosed(f"connection closed: {reason}"))
+        pending, self._pending = self._pending, {}
+        for reply in pending.values():
+            reply.deliver(err)
+
+    # ------------------------------------------------------------- dispatch
+
+    def _dispatch(self, msg: Any) -> None:
+        kind = type(msg)
+        if kind is Response or kind is ErrorResponse:
+            reply = self._pending.pop(msg.id, None)
+            if reply is None:
+                self._unmatched += 1  # e.g. answered after we cancelled it
+            else:
+                reply.deliver(outcome.Value(msg))
+        elif kind is Request:
+            self._admit(msg)
+        elif kind is Notification:
+            self._notification(msg)
+        elif kind is InvalidMessage:
+            self._invalid += 1
+            if msg.answer:
+                self._reply_nowait(error_response(msg.id, msg.error))
+        else:  # pragma: no cover - transports only produce the above
+            log.warning("%s: ignoring unexpected frame %r", self.name, msg)
+
+    def _admit(self, req: Request) -> None:
+        ident = req.id
+        if ident in self._inflight:
+            self._reply_nowait(error_response(ident, InvalidRequest(f"Duplicate request id {ident!r}")))
+            return
+        try:
+            self._queue_send.send_nowait(req)
+        except trio.WouldBlock:
+            self._overloaded += 1
+            self._reply_nowait(error_response(ident, ServerOverloaded()))
+            return
+        except trio.ClosedResourceError:
+            return  # shutting down
+        self._inflight[ident] = _Slot(req.method not in NON_CANCELLABLE)
+        if self._idle > 0:
+            self._idle -= 1
+        elif self._workers < self.limits.max_concurrent_handlers and self._nursery is not None:
+            self._workers += 1
+            self._nursery.start_soon(self._worker)
+
+    def _notification(self, note: Notification) -> None:
+        method = note.method
+        if method == "notifications/cancelled":
+            self._peer_cancelled(note.params)
+            return
+        if method == "notifications/progress" and self._progress:
+            pass  # routed in order by the notification worker
+        elif self.dispatcher.handle_notification_inline(method, note.params):
+            return
+        try:
+            self._notif_send.send_nowait(note)
+        except trio.WouldBlock:
+            self._notifications_dropped += 1
+            log.warning("%s: notification queue full, dropped %s", self.name, method)
+        except trio.ClosedResourceError:
+            pass
+
+    def _peer_cancelled(self, params: Any) -> None:
+        try:
+            data = coerce(params, dict[str, Any])
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return
+        slot = self._inflight.get(data.get("requestId"))  # type: ignore[arg-type]
+        if slot is None or not slot.cancellable:
+            return  # unknown, finished already, or never cancelled (initialize)
+        slot.cancelled = True
+        self._cancelled_by_peer += 1
+        if slot.scope is not None:
+            slot.scope.cancel()
+
+    def _reply_nowait(self, msg: Any) -> None:
+        try:
+            self._outbox_send.send_nowait(msg)
+        except trio.WouldBlock:
+            self._replies_dropped += 1
+        except trio.ClosedResourceError:
+            pass
+
+    # -------------------------------------------------------------- workers
+
+    async def _worker(self) -> None:
+        receive = self._queue_recv.receive
+        serve = self._serve
+        try:
+            while True:
+                try:
+                    req = await receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    return
+                await serve(req)
+                self._idle += 1
+        finally:
+            self._workers -= 1
+
+    async def _serve(self, req: Request) -> None:
+        ident = req.id
+        slot = self._inflight.get(ident)
+        if slot is None or slot.cancelled:
+            self._inflight.pop(ident, None)
+            return
+        self._running += 1
+        reply: Any = None
+        try:
+            with trio.CancelScope() as scope:
+                slot.scope = scope
+                if req.method == "ping":
+                    result = _EMPTY_RESULT
+                else:
+                    result = await self.dispatcher.handle_request(InboundRequest(self, req))
+                reply = Response(id=ident, result=result)
+        except McpError as exc:
+            reply = error_response(ident, exc)
+        except Exception as exc:
+            log.exception("%s: handler for %s failed", self.name, req.method)
+            reply = error_response(ident, InternalError(_describe(exc)))
+        finally:
+            self._running -= 1
+            self._inflight.pop(ident, None)
+        if slot.cancelled or reply is None:
+            return  # a cancelled request is never answered
+        self._served += 1
+        try:
+            await self.stream.send(reply)
+        except TransportError:
+            pass  # the read loop sees the broken transport and shuts down
+
+    async def _notification_loop(self) -> None:
+        async for note in self._notif_recv:
+            try:
+                if note.method == "notifications/progress":
+                    await self._deliver_progress(note.params)
+                else:
+                    await self.dispatcher.handle_notification(note.method, note.params)
+            except Exception:
+                log.exception("%s: notification handler for %s failed", self.name, note.method)
+
+    async def _deliver_progress(self, params: Any) -> None:
+        try:
+            data = coerce(params, dict[str, Any])
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return
+        callback = self._progress.get(data.get("progressToken"))  # type: ignore[arg-type]
+        if callback is None:
+            await self.dispatcher.handle_notification("notifications/progress", params)
+            return
+        progress = data.get("progress")
+        if isinstance(progress, (int, float)):
+            await callback(progress, data.get("total"), data.get("message"))
+
+    async def _outbox_loop(self) -> None:
+        async for msg in self._outbox_recv:
+            try:
+                await self.stream.send(msg)
+            except TransportError:
+                return
+
+    # ------------------------------------------------------------ outbound
+
+    async def request(
+        self,
+        method: str,
+        params: Any = UNSET,
+        *,
+        result_type: Any = None,
+        on_progress: ProgressCallback | None = None,
+        cancellable: bool = True,
+    ) -> Any:
+        """Send a request and wait for its answer.
+
+        Deadlines come from the caller's cancel scope. A call cancelled after
+        it was sent tells the peer with ``notifications/cancelled``.
+        ``result_type`` decodes the result (else it is returned raw); an error
+        answer raises the matching :class:`McpError`.
+        """
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        ident = self._next_id
+        self._next_id = ident + 1
+        reply = _Reply()
+        self._pending[ident] = reply
+        if on_progress is not None:
+            params = _with_progress_token(params, ident)
+            self._progress[ident] = on_progress
+        sent = False
+        try:
+            await self.stream.send(Request(id=ident, method=method, params=params))
+            sent = True
+            msg = await reply.wait()
+        except trio.Cancelled:
+            if sent and cancellable and reply.value is None and self._closed_reason is None:
+                await self._send_cancelled(ident, "cancelled by the caller")
+            raise
+        except TransportError as exc:
+            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
+        finally:
+            self._pending.pop(ident, None)
+            if on_progress is not None:
+                self._progress.pop(ident, None)
+        if type(msg) is Response:
+            if result_type is None:
+                return msg.result
+            try:
+                return coerce(msg.result, result_type)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                raise InternalError(f"malformed result for {method}: {exc}") from None
+        raise msg.error.to_exception()
+
+    async def _send_cancelled(self, ident: int | str, reason: str) -> None:
+        with trio.move_on_after(self.limits.cancel_send_timeout, shield=True):
+            try:
+                await self.stream.send(
+                    Notification(method="notifications/cancelled", params={"requestId": ident, "reason": reason})
+                )
+            except TransportError:
+                pass
+
+    async def notify(self, method: str, params: Any = UNSET) -> None:
+        """Send a notification (waits only for transport backpressure)."""
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        try:
+            await self.stream.send(Notification(method=method, params=params))
+        except TransportError as exc:
+            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
+
+    async def ping(self) -> None:
+        await self.request("ping")
+
+    # ----------------------------------------------------------- lifecycle
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_reason is not None
+
+    async def aclose(self) -> None:
+        """Close the transport, fail pending calls, stop handlers (bounded)."""
+        self._local_close = True
+        self._shut("closed locally")
+        with trio.move_on_after(self.limits.close_timeout, shield=True):
+            try:
+                await self.stream.aclose()
+            except TransportError:
+                pass
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    def statistics(self) -> PeerStatistics:
+        return PeerStatistics(
+            pending_calls=len(self._pending),
+            handlers_running=self._running,
+            workers=self._workers,
+            requests_queued=self._queue_send.statistics().current_buffer_used,
+            notifications_queued=self._notif_send.statistics().current_buffer_used,
+            requests_served=self._served,
+            requests_overloaded=self._overloaded,
+            requests_cancelled_by_peer=self._cancelled_by_peer,
+            notifications_dropped=self._notifications_dropped,
+            replies_dropped=self._replies_dropped,
+            unmatched_responses=self._unmatched,
+            invalid_frames=self._invalid,
+        )
+
+    def __repr__(self) -> str:
+        return f"<Peer {self.name} {'closed' if self.closed else 'open'}>"
+
+
+def _with_progress_token(params: Any, token: int | str) -> Any:
+    if params is UNSET or params is None:
+        return {"_meta": {"progressToken": token}}
+    if isinstance(params, dict):
+        meta = dict(params.get("_meta") or {})
+        meta["progressToken"] = token
+        return {**params, "_meta": meta}
+    if isinstance(params, Struct) and "meta" in params.__struct_fields__:
+        meta = params.meta if isinstance(params.meta, dict) else {}  # type: ignore[attr-defined]
+        return msgspec.structs.replace(params, meta={**meta, "progressToken": token})
+    data = coerce(params, dict[str, Any])
+    return _with_progress_token(data, token)
+
+
+def _describe(exc: BaseException) -> str:
+    """A useful one-line message; single-exception groups are collapsed."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,254 @@
+"""The JSON-RPC 2.0 envelope: typed messages and a one-pass codec.
+
+Decoding classifies a frame by the fields present (a tagged union cannot tell
+requests from responses) and keeps ``params`` / ``result`` as
+:class:`msgspec.Raw`; the receiver decodes them with a cached per-method
+decoder (:func:`coerce`) only when it needs them. Outgoing ``params`` and
+``result`` may be Structs, plain builtins or ``Raw``: msgspec encodes all three.
+
+Bad input never raises out of :func:`decode`: it returns an
+:class:`InvalidMessage` carrying the JSON-RPC error to answer with.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeAlias, TypeVar
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+from ._errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    McpError,
+    error_from_code,
+)
+
+__all__ = [
+    "JSONRPC_VERSION",
+    "RequestId",
+    "Request",
+    "Notification",
+    "Response",
+    "ErrorObject",
+    "ErrorResponse",
+    "InvalidMessage",
+    "Message",
+    "Frame",
+    "decode",
+    "encode",
+    "encode_line",
+    "coerce",
+    "error_response",
+    "raw_or_none",
+]
+
+JSONRPC_VERSION: Final = "2.0"
+RequestId: TypeAlias = "int | str"
+
+
+class Request(Struct, kw_only=True, frozen=True):
+    """A request that expects a response."""
+
+    jsonrpc: str = JSONRPC_VERSION
+    id: int | str
+    method: str
+    params: Any = UNSET
+
+
+class Notification(Struct, kw_only=True, frozen=True):
+    """A one-way message: never answered."""
+
+    jsonrpc: str = JSONRPC_VERSION
+    method: str
+    params: Any = UNSET
+
+
+class Response(Struct, kw_only=True, frozen=True):
+    """A successful answer to a request."""
+
+    jsonrpc: str = JSONRPC_VERSION
+    id: int | str
+    result: Any
+
+
+class ErrorObject(Struct, kw_only=True, frozen=True):
+    code: int
+    message: str
+    data: Any = UNSET
+
+    def to_exception(self) -> McpError:
+        data = None if self.data is UNSET else self.data
+        if isinstance(data, Raw):
+            data = msgspec.json.decode(data)
+        return error_from_code(self.code, self.message, data)
+
+
+class ErrorResponse(Struct, kw_only=True, frozen=True):
+    """An error answer; ``id`` is ``None`` when the request id was unreadable."""
+
+    jsonrpc: str = JSONRPC_VERSION
+    id: int | str | None
+    error: ErrorObject
+
+
+class InvalidMessage(Struct, frozen=True):
+    """A frame that could not be used; answer ``error`` to ``id`` unless the
+    frame was a notification (``answer`` false)."""
+
+    id: int | str | None
+    error: McpError
+    answer: bool = True
+
+
+Message: TypeAlias = "Request | Notification | Response | ErrorResponse"
+Frame: TypeAlias = "Message | InvalidMessage | list[Message | InvalidMessage]"
+
+
+class _Envelope(Struct):
+    # Loosely typed on purpose: shape errors are reported as JSON-RPC errors
+    # with the id recovered, not as decode failures.
+    jsonrpc: Any = UNSET
+    id: Any = UNSET
+    method: Any = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Any = UNSET
+
+
+_envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
+_batch_decoder: Final = msgspec.json.Decoder(list[Raw])
+_encoder: Final = msgspec.json.Encoder()
+
+
+def _valid_id(value: Any) -> bool:
+    return (type(value) is int) or (type(value) is str)
+
+
+def _classify(env: _Envelope) -> Message | InvalidMessage:
+    ident = env.id
+    method = env.method
+    if env.jsonrpc != JSONRPC_VERSION:
+        return InvalidMessage(
+            ident if _valid_id(ident) else None,
+            error_from_code(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"'),
+            answer=ident is not UNSET or method is UNSET,
+        )
+    if method is not UNSET:
+        if type(method) is not str:
+            return InvalidMessage(
+                ident if _valid_id(ident) else None,
+                error_from_code(INVALID_REQUEST, 'Invalid request: "method" must be a string'),
+            )
+        params = env.params
+        if params is not UNSET:
+            first = memoryview(params)[0]
+            if first != 0x7B:  # '{'
+                code = INVALID_PARAMS if first == 0x5B else INVALID_REQUEST  # '['
+                return InvalidMessage(
+                    ident if _valid_id(ident) else None,
+                    error_from_code(code, 'Invalid request: "params" must be an object'),
+                    answer=ident is not UNSET,
+                )
+        if ident is UNSET:
+            return Notification(method=method, params=params)
+        if not _valid_id(ident):
+            return InvalidMessage(
+                None, error_from_code(INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            )
+        return Request(id=ident, method=method, params=params)
+    if env.result is not UNSET:
+        if not _valid_id(ident):
+            return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Response without a valid id"), answer=False)
+        return Response(id=ident, result=env.result)
+    if env.error is not UNSET:
+        err = env.error
+        if (
+            not isinstance(err, dict)
+            or type(err.get("code")) is not int
+            or not isinstance(err.get("message"), str)
+        ):
+            return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Malformed error object"), answer=False)
+        if not (ident is None or _valid_id(ident)):
+            return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Error response with an invalid id"), answer=False)
+        return ErrorResponse(
+            id=ident,
+            error=ErrorObject(code=err["code"], message=err["message"], data=err.get("data", UNSET)),
+        )
+    return InvalidMessage(
+        ident if _valid_id(ident) else None,
+        error_from_code(INVALID_REQUEST, "Invalid request: no method, result or error"),
+    )
+
+
+def decode(data: bytes | bytearray | memoryview | str) -> Frame:
+    """Decode one wire frame. Never raises: bad input becomes InvalidMessage."""
+    try:
+        return _classify(_envelope_decoder.decode(data))
+    except msgspec.ValidationError:
+        pass  # valid JSON, but not an object: maybe a batch
+    except msgspec.DecodeError as exc:
+        return InvalidMessage(None, error_from_code(PARSE_ERROR, f"Parse error: {exc}"))
+    try:
+        items = _batch_decoder.decode(data)
+    except msgspec.DecodeError:
+        return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: not a JSON object"))
+    if not items:
+        return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: empty batch"))
+    out: list[Message | InvalidMessage] = []
+    for item in items:
+        try:
+            out.append(_classify(_envelope_decoder.decode(item)))
+        except msgspec.DecodeError:
+            out.append(InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: not a JSON object")))
+    return out
+
+
+def encode(message: Any) -> bytes:
+    """Encode a message (or a list of messages) to compact JSON bytes."""
+    return _encoder.encode(message)
+
+
+def encode_line(message: Any, buffer: bytearray) -> None:
+    """Append the compact JSON of ``message`` and a newline to ``buffer``."""
+    _encoder.encode_into(message, buffer, -1)
+    buffer.extend(b"\n")
+
+
+T = TypeVar("T")
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def coerce(value: Any, type_: type[T]) -> T:
+    """Turn a payload into ``type_``: decode ``Raw`` with a cached decoder,
+    pass an instance through (zero-copy), convert builtins.
+
+    Raises :class:`msgspec.ValidationError` / ``DecodeError`` on mismatch.
+    """
+    if type(value) is Raw:
+        dec = _decoders.get(type_)
+        if dec is None:
+            dec = _decoders[type_] = msgspec.json.Decoder(type_)
+        return dec.decode(value)
+    if isinstance(type_, type) and isinstance(value, type_):
+        return value
+    if value is UNSET or value is None:
+        value = {}
+    elif isinstance(value, Struct):
+        value = msgspec.to_builtins(value)
+    return msgspec.convert(value, type_)
+
+
+def error_response(ident: int | str | None, exc: McpError) -> ErrorResponse:
+    data = UNSET if exc.data is None else exc.data
+    return ErrorResponse(id=ident, error=ErrorObject(code=exc.code, message=exc.message, data=data))
+
+
+def raw_or_none(value: Any) -> Any:
+    """``Raw`` payloads decoded to builtins (for logging and tests)."""
+    if type(value) is Raw:
+        return msgspec.json.decode(value)
+    if isinstance(value, Struct):
+        return msgspec.to_builtins(value)
+    return None if value is UNSET else value

@@ -1,0 +1,57 @@
+"""The one interface every transport implements.
+
+A transport hands the peer actor decoded messages and takes typed messages to
+send; bytes exist only inside it. Transports that need background work (a
+subprocess, an HTTP server) are actors that produce a :class:`MessageStream`
+via ``await nursery.start(transport.run)``.
+
+Contract, checked for every transport by ``tests/transports/test_conformance.py``:
+
+* ``send`` may be called from many tasks at once; each message is written
+  whole (never interleaved, never half-written on cancellation) and in the
+  order the sends completed. It applies backpressure: it blocks while the
+  other side is not reading, within the transport's bounded buffer.
+* ``receive`` returns one decoded frame: a message, an
+  :class:`~trio_mcp.protocol.InvalidMessage` for a bad frame (the stream
+  stays usable), or a batch list. At a clean end of stream it raises
+  :class:`trio.EndOfChannel`; when the transport breaks it raises
+  :class:`TransportError`. Only one task receives.
+* ``aclose`` is idempotent and bounded; afterwards ``send`` raises
+  :class:`TransportClosed` and the other side's ``receive`` ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from ..protocol import Frame
+
+__all__ = ["MessageStream", "TransportError", "TransportClosed"]
+
+
+class TransportError(Exception):
+    """The transport broke (peer process died, connection lost, garbage…).
+
+    ``reason`` is a short human-readable explanation (exit status, stderr
+    tail, HTTP status) that ends up in the callers' ConnectionClosed errors.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class TransportClosed(TransportError):
+    """Sending on a transport that was closed (by either side)."""
+
+    def __init__(self, reason: str = "transport closed") -> None:
+        super().__init__(reason)
+
+
+@runtime_checkable
+class MessageStream(Protocol):
+    async def send(self, message: Any) -> None: ...
+
+    async def receive(self) -> Frame: ...
+
+    async def aclose(self) -> None: ...
