@@ -1,0 +1,448 @@
+"""The server role actor: one MCP session over one message stream.
+
+A :class:`ServerSession` owns a :class:`Peer`, answers ``initialize`` with
+version negotiation, enforces the lifecycle and the declared capabilities,
+and dispatches every other request to a handler table supplied by the
+application (:class:`ServerApp`; :class:`trio_mcp.server.Server` is the
+usual one). Handlers get a :class:`Context` through which they report
+progress, log, and ask the client for sampling, elicitation and roots.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol
+
+import attrs
+import msgspec
+import trio
+from msgspec import UNSET
+
+from ..protocol import (
+    HANDSHAKE_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    V2025_06_18,
+    V2025_11_25,
+    ClientCapabilities,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    Implementation,
+    InitializeRequestParams,
+    InitializeResult,
+    InvalidParams,
+    InvalidRequest,
+    ListRootsResult,
+    LoggingMessageNotificationParams,
+    McpError,
+    MethodNotFound,
+    MissingClientCapability,
+    Root,
+    SamplingMessage,
+    ServerCapabilities,
+    SetLevelRequestParams,
+    TextContent,
+    adapt,
+    coerce,
+)
+from ..transports import MessageStream
+from ._actor import ExitReason
+from ._peer import InboundRequest, Peer, PeerLimits
+
+__all__ = [
+    "ServerSession",
+    "ServerApp",
+    "RequestHandler",
+    "Context",
+    "LOG_LEVELS",
+    "METHOD_CAPABILITY",
+]
+
+log = logging.getLogger("trio_mcp.server")
+
+#: Logging levels, least severe first (RFC 5424 order).
+LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
+
+#: Which server capability gates each client request (dotted: a sub-flag).
+METHOD_CAPABILITY: Final[Mapping[str, str]] = {
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources.subscribe",
+    "resources/unsubscribe": "resources.subscribe",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "logging/setLevel": "logging",
+    "completion/complete": "completions",
+}
+
+#: Requests served before ``notifications/initialized`` arrives.
+_PRE_INITIALIZED: Final = frozenset({"ping", "logging/setLevel"})
+
+
+@attrs.frozen
+class RequestHandler:
+    """A low-level handler: ``fn(context, params)`` with params decoded to ``params_type``."""
+
+    params_type: Any
+    fn: Callable[[Context, Any], Awaitable[Any]]
+
+
+class ServerApp(Protocol):
+    """What a session needs from the application it serves."""
+
+    info: Implementation
+    instructions: str | None
+    request_handlers: Mapping[str, RequestHandler]
+
+    def capabilities(self) -> ServerCapabilities: ...
+
+    def _attach(self, session: ServerSession) -> None: ...
+
+    def _detach(self, session: ServerSession) -> None: ...
+
+
+def _declared(caps: ServerCapabilities, path: str) -> bool:
+    name, _, flag = path.partition(".")
+    value = getattr(caps, name, UNSET)
+    if value is UNSET or value is None:
+        return False
+    if flag:
+        return getattr(value, flag, UNSET) is True
+    return True
+
+
+class ServerSession:
+    """One client's session with a server app. Start with ``nursery.start(session.run)``."""
+
+    #: Bound of the queue of notifications posted from synchronous code
+    #: (``post_nowait``); when full, further posts are dropped and counted.
+    notification_queue_size: int = 64
+
+    def __init__(
+        self,
+        app: ServerApp,
+        stream: MessageStream,
+        *,
+        limits: PeerLimits | None = None,
+        name: str = "server",
+    ) -> None:
+        self.app = app
+        self.name = name
+        self.peer = Peer(stream, self, limits=limits, name=name)
+        self.protocol_version: str | None = None
+        self.client_info: Implementation | None = None
+        self.client_capabilities = ClientCapabilities()
+        self.log_level: str | None = None
+        self.subscriptions: set[str] = set()
+        self._capabilities = app.capabilities()
+        self._initialize_answered = False
+        self._initialized = False
+        self._initialized_event = trio.Event()
+        self._post_send, self._post_recv = trio.open_memory_channel[tuple[str, Any]](self.notification_queue_size)
+        self.notifications_dropped = 0
+
+    # ----------------------------------------------------------------- run
+
+    async def run(self, *, task_status: trio.TaskStatus[ServerSession] = trio.TASK_STATUS_IGNORED) -> ExitReason:
+        self.app._attach(self)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.peer.run)
+                nursery.start_soon(self._post_loop)
+                task_status.started(self)
+                await self.peer.wait_stopped()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.app._detach(self)
+            self._post_send.close()
+        return ExitReason("closed", "session ended")
+
+    async def aclose(self) -> None:
+        await self.peer.aclose()
+
+    @property
+    def initialized(self) -> bool:
+        return self._initialized
+
+    async def wait_initialized(self) -> None:
+        await self._initialized_event.wait()
+
+    # ------------------------------------------------------------ dispatch
+
+    async def handle_request(self, request: InboundRequest) -> Any:
+        method = request.method
+        if method == "initialize":
+            return self._initialize(request)
+        if not self._initialize_answered:
+            raise InvalidRequest(
+                f"Session not initialized: {method!r} received before 'initialize'"
+            )
+        if not self._initialized and method not in _PRE_INITIALIZED:
+            raise InvalidRequest(
+                f"{method!r} received before 'notifications/initialized'"
+            )
+        if method == "logging/setLevel":
+            return self._set_level(request)
+        handler = self.app.request_handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        gate = METHOD_CAPABILITY.get(method)
+        if gate is not None and not _declared(self._capabilities, gate):
+            raise MethodNotFound(f"Method not found: {method} (capability {gate!r} not declared)")
+        try:
+            params = coerce(request.params, handler.params_type)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidParams(f"Invalid params for {method}: {exc}") from None
+        result = await handler.fn(Context(self, request), params)
+        return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
+
+    def _initialize(self, request: InboundRequest) -> Any:
+        if self._initialize_answered:
+            raise InvalidRequest("Session already initialized")
+        try:
+            params = coerce(request.params, InitializeRequestParams)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidParams(f"Invalid initialize params: {exc}") from None
+        requested = params.protocol_version
+        version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
+        self.protocol_version = version
+        self.client_info = params.client_info
+        self.client_capabilities = params.capabilities
+        self._initialize_answered = True
+        info = self.app.info
+        instructions = self.app.instructions
+        result = InitializeResult(
+            protocol_version=version,
+            capabilities=self._capabilities,
+            server_info=info,
+            instructions=UNSET if instructions is None else instructions,
+        )
+        return adapt(result, version)
+
+    def _set_level(self, request: InboundRequest) -> Any:
+        try:
+            params = coerce(request.params, SetLevelRequestParams)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidParams(f"Invalid params for logging/setLevel: {exc}") from None
+        self.log_level = params.level
+        return {}
+
+    def handle_notification_inline(self, method: str, params: Any) -> bool:
+        if method == "notifications/initialized":
+            if self._initialize_answered:
+                self._initialized = True
+                self._initialized_event.set()
+            return True
+        return False
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        handler = getattr(self.app, "handle_notification", None)
+        if handler is not None:
+            await handler(self, method, params)
+
+    # ----------------------------------------------------- server -> client
+
+    def client_supports(self, capability: str) -> bool:
+        name, _, flag = capability.partition(".")
+        value = getattr(self.client_capabilities, name, UNSET)
+        if value is UNSET or value is None:
+            return False
+        if flag:
+            sub = getattr(value, flag, UNSET)
+            return sub is not UNSET and sub is not None
+        return True
+
+    def _require(self, capability: str, what: str) -> None:
+        if not self.client_supports(capability):
+            raise MissingClientCapability(
+                f"The client did not declare the {capability!r} capability, so the server cannot {what}",
+                data={"requiredCapabilities": [capability]},
+            )
+
+    def should_log(self, level: str) -> bool:
+        threshold = self.log_level
+        return threshold is None or _LEVEL_RANK.get(level, 0) >= _LEVEL_RANK[threshold]
+
+    async def send_log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
+        if not self.should_log(level) or not _declared(self._capabilities, "logging"):
+            return
+        params = LoggingMessageNotificationParams(level=level, data=data, logger=UNSET if logger is None else logger)
+        await self.peer.notify("notifications/message", params)
+
+    async def notify(self, method: str, params: Any = UNSET) -> None:
+        """Send a notification once the session is initialized (dropped before)."""
+        if self._initialized:
+            await self.peer.notify(method, params)
+
+    def post_nowait(self, method: str, params: Any = UNSET) -> None:
+        """Queue a notification from synchronous code (e.g. a registration)."""
+        if not self._initialized:
+            return
+        try:
+            self._post_send.send_nowait((method, params))
+        except trio.WouldBlock:
+            self.notifications_dropped += 1
+        except trio.ClosedResourceError:
+            pass
+
+    async def _post_loop(self) -> None:
+        async for method, params in self._post_recv:
+            try:
+                await self.peer.notify(method, params)
+            except McpError:
+                return
+
+    async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
+        self._require("sampling", "request sampling")
+        return await self.peer.request("sampling/createMessage", params, result_type=CreateMessageResult)
+
+    async def elicit(self, params: ElicitRequestParams) -> ElicitResult:
+        mode = params.mode if params.mode is not UNSET else "form"
+        if self.protocol_version is not None and self.protocol_version < V2025_06_18:
+            raise MissingClientCapability(
+                f"elicitation needs protocol {V2025_06_18} or later; this session speaks {self.protocol_version}"
+            )
+        caps = self.client_capabilities.elicitation
+        if caps is UNSET:
+            self._require("elicitation", "elicit input")
+        if mode == "url":
+            if self.protocol_version is not None and self.protocol_version < V2025_11_25:
+                raise MissingClientCapability("URL elicitation needs protocol 2025-11-25")
+            self._require("elicitation.url", "elicit through a URL")
+        elif caps is not UNSET and (caps.form is UNSET and caps.url is not UNSET):
+            self._require("elicitation.form", "elicit a form")
+        return await self.peer.request("elicitation/create", params, result_type=ElicitResult)
+
+    async def list_roots(self) -> list[Root]:
+        self._require("roots", "list its roots")
+        result = await self.peer.request("roots/list", result_type=ListRootsResult)
+        return result.roots
+
+
+class Context:
+    """What a handler sees of its request and session. Never part of a tool's schema."""
+
+    __slots__ = ("session", "request")
+
+    def __init__(self, session: ServerSession, request: InboundRequest) -> None:
+        self.session = session
+        self.request = request
+
+    @property
+    def request_id(self) -> int | str:
+        return self.request.id
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.request.meta
+
+    @property
+    def progress_token(self) -> int | str | None:
+        return self.request.progress_token
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.session.protocol_version
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        return self.session.client_capabilities
+
+    @property
+    def client_info(self) -> Implementation | None:
+        return self.session.client_info
+
+    @property
+    def app(self) -> Any:
+        return self.session.app
+
+    @property
+    def state(self) -> Any:
+        """What the app's lifespan yielded (``None`` without a lifespan)."""
+        return getattr(self.session.app, "state", None)
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress if the caller asked for it (else a no-op)."""
+        await self.request.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        await self.session.send_log(level, data, logger=logger)
+
+    async def debug(self, message: Any, *, logger: str | None = None) -> None:
+        await self.log("debug", message, logger=logger)
+
+    async def info(self, message: Any, *, logger: str | None = None) -> None:
+        await self.log("info", message, logger=logger)
+
+    async def warning(self, message: Any, *, logger: str | None = None) -> None:
+        await self.log("warning", message, logger=logger)
+
+    async def error(self, message: Any, *, logger: str | None = None) -> None:
+        await self.log("error", message, logger=logger)
+
+    async def sample(
+        self,
+        messages: str | list[SamplingMessage] | list[dict[str, Any]],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        **extra: Any,
+    ) -> CreateMessageResult:
+        """Ask the client's LLM for a completion (needs the sampling capability)."""
+        if isinstance(messages, str):
+            msgs: Any = [SamplingMessage(role="user", content=TextContent(text=messages))]
+        else:
+            msgs = [m if isinstance(m, SamplingMessage) else msgspec.convert(m, SamplingMessage) for m in messages]
+        fields: dict[str, Any] = {"messages": msgs, "max_tokens": max_tokens, **extra}
+        if system_prompt is not None:
+            fields["system_prompt"] = system_prompt
+        if temperature is not None:
+            fields["temperature"] = temperature
+        return await self.session.create_message(CreateMessageRequestParams(**fields))
+
+    async def elicit(self, message: str, schema: Any) -> ElicitResult:
+        """Ask the user to fill a form. ``schema`` is a flat object JSON schema
+        (dict) or a Struct / dataclass type whose fields are primitives."""
+        requested = schema if isinstance(schema, dict) else _elicitation_schema(schema)
+        params = msgspec.convert(
+            {"message": message, "requestedSchema": requested, "mode": "form"}
+            if (self.protocol_version or "") >= V2025_11_25
+            else {"message": message, "requestedSchema": requested},
+            ElicitRequestParams,
+        )
+        return await self.session.elicit(params)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
+        """Send the user to a URL (out-of-band interaction; 2025-11-25)."""
+        params = ElicitRequestParams(message=message, mode="url", url=url, elicitation_id=elicitation_id)
+        return await self.session.elicit(params)
+
+    async def list_roots(self) -> list[Root]:
+        """The client's roots (needs the roots capability)."""
+        return await self.session.list_roots()
+
+
+def _elicitation_schema(tp: Any) -> dict[str, Any]:
+    (schema,), components = msgspec.json.schema_components([tp], ref_template="{name}")
+    if "$ref" in schema:
+        schema = components[schema["$ref"]]
+    props = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = dict(prop)
+        prop.pop("title", None) if "title" in prop and prop["title"] == name else None
+        if "anyOf" in prop or "$ref" in prop:
+            raise TypeError(f"elicitation field {name!r} must be a primitive (str, int, float, bool, enum)")
+        props[name] = prop
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if schema.get("required"):
+        out["required"] = list(schema["required"])
+    return out

@@ -1,0 +1,8 @@
+"""Server authoring: :class:`MCPServer` (decorators) and :class:`LowLevelServer`."""
+
+from ..actors._server import Context, ServerSession
+from ._app import MCPServer
+from ._content import Audio, Image
+from ._lowlevel import LowLevelServer, paginate
+
+__all__ = ["MCPServer", "LowLevelServer", "Context", "ServerSession", "Image", "Audio", "paginate"]

@@ -1,0 +1,446 @@
+"""The high-level authoring API: decorators over the low-level server.
+
+::
+
+    app = MCPServer("demo")
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        '''Add two numbers.'''
+        return a + b
+
+    @app.resource("greeting://{name}")
+    def greeting(name: str) -> str:
+        return f"Hello, {name}!"
+
+    @app.prompt
+    def review(code: str) -> str:
+        return f"Please review:\\n{code}"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, overload
+
+import attrs
+from msgspec import UNSET
+
+from ..actors._server import Context
+from ..protocol import (
+    CallToolRequestParams,
+    CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
+    GetPromptRequestParams,
+    GetPromptResult,
+    Icon,
+    InvalidParams,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    Prompt,
+    PromptArgument,
+    PromptReference,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    Resource,
+    ResourceNotFound,
+    ResourceTemplate,
+    SubscribeRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+    UnsubscribeRequestParams,
+)
+from ._content import to_prompt_messages, to_resource_contents, to_tool_result
+from ._functions import FunctionSpec, ToolArgumentError, inspect_function
+from ._lowlevel import LowLevelServer, paginate
+from ._schema import OutputSchema, description_of, output_schema_for
+from ._uri_template import UriTemplate
+
+__all__ = ["MCPServer", "CompletionFn"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+#: ``fn(value, context_arguments) -> list[str]`` (sync or async).
+CompletionFn = Callable[[str, dict[str, str]], Any]
+
+#: Completion values per answer (the specification's maximum).
+MAX_COMPLETION_VALUES = 100
+
+
+@attrs.define
+class _ToolEntry:
+    tool: Tool
+    spec: FunctionSpec
+    output: OutputSchema | None
+
+
+@attrs.define
+class _ResourceEntry:
+    resource: Resource
+    spec: FunctionSpec
+    mime_type: str | None
+
+
+@attrs.define
+class _TemplateEntry:
+    template: ResourceTemplate
+    matcher: UriTemplate
+    spec: FunctionSpec
+    mime_type: str | None
+    completions: dict[str, CompletionFn]
+
+
+@attrs.define
+class _PromptEntry:
+    prompt: Prompt
+    spec: FunctionSpec
+    required: tuple[str, ...]
+    completions: dict[str, CompletionFn]
+
+
+def _opt(value: Any) -> Any:
+    return UNSET if value is None else value
+
+
+class MCPServer(LowLevelServer):
+    """A server whose tools, resources and prompts are plain functions."""
+
+    def __init__(self, name: str, version: str = "0.1.0", **options: Any) -> None:
+        super().__init__(name, version, **options)
+        self._tools: dict[str, _ToolEntry] = {}
+        self._resources: dict[str, _ResourceEntry] = {}
+        self._templates: dict[str, _TemplateEntry] = {}
+        self._prompts: dict[str, _PromptEntry] = {}
+        self._tool_list: list[Tool] | None = None
+
+    # ---------------------------------------------------------------- tools
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = ...,
+        title: str | None = ...,
+        description: str | None = ...,
+        annotations: ToolAnnotations | None = ...,
+        icons: Sequence[Icon] | None = ...,
+        structured_output: bool | None = ...,
+        meta: dict[str, Any] | None = ...,
+    ) -> Callable[[F], F]: ...
+
+    def tool(self, fn: Any = None, /, **options: Any) -> Any:
+        """Register a function as a tool (``@app.tool`` or ``@app.tool(name=...)``)."""
+        if fn is None:
+            return lambda f: self._add_tool(f, **options) or f
+        self._add_tool(fn)
+        return fn
+
+    def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
+        return self._add_tool(fn, **options)
+
+    def _add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Tool:
+        spec = inspect_function(fn, context_type=Context)
+        tool_name = name or fn.__name__
+        output = None if structured_output is False else output_schema_for(spec.return_annotation)
+        if structured_output is True and output is None:
+            raise TypeError(f"tool {tool_name!r}: structured_output=True needs a structured return annotation")
+        tool = Tool(
+            name=tool_name,
+            input_schema=spec.input_schema,
+            title=_opt(title),
+            description=_opt(description or description_of(fn)),
+            output_schema=UNSET if output is None else output.schema,
+            annotations=_opt(annotations),
+            icons=UNSET if not icons else list(icons),
+            meta=_opt(meta),
+        )
+        self._tools[tool_name] = _ToolEntry(tool, spec, output)
+        self._tool_list = None
+        if "tools/list" not in self.request_handlers:
+            self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
+            self.set_request_handler("tools/call", CallToolRequestParams, self._call_tool)
+        self.broadcast_nowait("notifications/tools/list_changed")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is None:
+            raise KeyError(f"no tool named {name!r}")
+        self._tool_list = None
+        self.broadcast_nowait("notifications/tools/list_changed")
+
+    @property
+    def tools(self) -> list[Tool]:
+        if self._tool_list is None:
+            self._tool_list = [e.tool for e in self._tools.values()]
+        return self._tool_list
+
+    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams) -> ListToolsResult:
+        page, cursor = paginate(self.tools, params.cursor, self.page_size)
+        return ListToolsResult(tools=page, next_cursor=cursor)
+
+    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
+        entry = self._tools.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown tool: {params.name}")
+        arguments = None if params.arguments is UNSET else params.arguments
+        try:
+            value = await entry.spec.call(arguments, ctx)
+        except ToolArgumentError as exc:
+            return _tool_error(f"Invalid arguments for tool {params.name!r}: {exc}")
+        except Exception as exc:  # a tool failure is a result, never a dead session
+            return _tool_error(f"Tool {params.name!r} failed: {_describe(exc)}")
+        try:
+            return to_tool_result(value, entry.output)
+        except Exception as exc:
+            return _tool_error(f"Tool {params.name!r} returned a value that cannot be sent: {_describe(exc)}")
+
+    # ------------------------------------------------------------ resources
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        complete: dict[str, CompletionFn] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource (fixed URI) or a resource template (``{param}`` in the URI)."""
+
+        def register(fn: F) -> F:
+            spec = inspect_function(fn, context_type=Context, strict=False)
+            res_name = name or fn.__name__
+            desc = _opt(description or description_of(fn))
+            if "{" in uri:
+                matcher = UriTemplate(uri)
+                missing = set(spec.parameter_names) - set(matcher.variables)
+                if missing:
+                    raise TypeError(
+                        f"resource template {uri!r}: parameters {sorted(missing)} are not variables of the URI"
+                    )
+                template = ResourceTemplate(
+                    uri_template=uri, name=res_name, title=_opt(title), description=desc,
+                    mime_type=_opt(mime_type), icons=UNSET if not icons else list(icons), meta=_opt(meta),
+                )
+                self._templates[uri] = _TemplateEntry(template, matcher, spec, mime_type, dict(complete or {}))
+            else:
+                resource = Resource(
+                    uri=uri, name=res_name, title=_opt(title), description=desc,
+                    mime_type=_opt(mime_type), icons=UNSET if not icons else list(icons), meta=_opt(meta),
+                )
+                self._resources[uri] = _ResourceEntry(resource, spec, mime_type)
+            if "resources/read" not in self.request_handlers:
+                self.set_request_handler("resources/list", PaginatedRequestParams, self._list_resources)
+                self.set_request_handler(
+                    "resources/templates/list", PaginatedRequestParams, self._list_templates
+                )
+                self.set_request_handler("resources/read", ReadResourceRequestParams, self._read_resource)
+                self.set_request_handler("resources/subscribe", SubscribeRequestParams, self._subscribe)
+                self.set_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._unsubscribe)
+                self._enable_completions()
+            self.broadcast_nowait("notifications/resources/list_changed")
+            return fn
+
+        return register
+
+    async def _list_resources(self, ctx: Context, params: PaginatedRequestParams) -> ListResourcesResult:
+        items = [e.resource for e in self._resources.values()]
+        page, cursor = paginate(items, params.cursor, self.page_size)
+        return ListResourcesResult(resources=page, next_cursor=cursor)
+
+    async def _list_templates(self, ctx: Context, params: PaginatedRequestParams) -> ListResourceTemplatesResult:
+        items = [e.template for e in self._templates.values()]
+        page, cursor = paginate(items, params.cursor, self.page_size)
+        return ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
+
+    async def _read_resource(self, ctx: Context, params: ReadResourceRequestParams) -> ReadResourceResult:
+        uri = params.uri
+        entry = self._resources.get(uri)
+        if entry is not None:
+            value = await entry.spec.call({}, ctx)
+            return ReadResourceResult(contents=to_resource_contents(uri, value, entry.mime_type))
+        for tentry in self._templates.values():
+            args = tentry.matcher.match(uri)
+            if args is not None:
+                try:
+                    value = await tentry.spec.call(args, ctx)
+                except ToolArgumentError as exc:
+                    raise InvalidParams(f"Invalid URI {uri!r} for template {tentry.template.uri_template!r}: {exc}")
+                return ReadResourceResult(contents=to_resource_contents(uri, value, tentry.mime_type))
+        raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
+
+    def _known_uri(self, uri: str) -> bool:
+        return uri in self._resources or any(t.matcher.match(uri) is not None for t in self._templates.values())
+
+    async def _subscribe(self, ctx: Context, params: SubscribeRequestParams) -> dict[str, Any]:
+        if not self._known_uri(params.uri):
+            raise ResourceNotFound(f"Resource not found: {params.uri}", data={"uri": params.uri})
+        ctx.session.subscriptions.add(params.uri)
+        return {}
+
+    async def _unsubscribe(self, ctx: Context, params: UnsubscribeRequestParams) -> dict[str, Any]:
+        ctx.session.subscriptions.discard(params.uri)
+        return {}
+
+    # -------------------------------------------------------------- prompts
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        *,
+        name: str | None = ...,
+        title: str | None = ...,
+        description: str | None = ...,
+        icons: Sequence[Icon] | None = ...,
+        complete: dict[str, CompletionFn] | None = ...,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(self, fn: Any = None, /, **options: Any) -> Any:
+        """Register a function returning prompt messages (``@app.prompt``)."""
+        if fn is None:
+            return lambda f: self._add_prompt(f, **options) or f
+        self._add_prompt(fn)
+        return fn
+
+    def _add_prompt(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        complete: dict[str, CompletionFn] | None = None,
+    ) -> Prompt:
+        spec = inspect_function(fn, context_type=Context, strict=False)
+        props = spec.input_schema.get("properties", {})
+        required = tuple(spec.input_schema.get("required", ()))
+        arguments = [
+            PromptArgument(name=arg, description=_opt(props[arg].get("description")), required=arg in required)
+            for arg in props
+        ]
+        prompt_name = name or fn.__name__
+        prompt = Prompt(
+            name=prompt_name,
+            title=_opt(title),
+            description=_opt(description or description_of(fn)),
+            arguments=arguments or UNSET,
+            icons=UNSET if not icons else list(icons),
+        )
+        self._prompts[prompt_name] = _PromptEntry(prompt, spec, required, dict(complete or {}))
+        if "prompts/list" not in self.request_handlers:
+            self.set_request_handler("prompts/list", PaginatedRequestParams, self._list_prompts)
+            self.set_request_handler("prompts/get", GetPromptRequestParams, self._get_prompt)
+            self._enable_completions()
+        self.broadcast_nowait("notifications/prompts/list_changed")
+        return prompt
+
+    async def _list_prompts(self, ctx: Context, params: PaginatedRequestParams) -> ListPromptsResult:
+        items = [e.prompt for e in self._prompts.values()]
+        page, cursor = paginate(items, params.cursor, self.page_size)
+        return ListPromptsResult(prompts=page, next_cursor=cursor)
+
+    async def _get_prompt(self, ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:
+        entry = self._prompts.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown prompt: {params.name}")
+        arguments = {} if params.arguments is UNSET else params.arguments
+        missing = [a for a in entry.required if a not in arguments]
+        if missing:
+            raise InvalidParams(f"Prompt {params.name!r} is missing required arguments: {', '.join(missing)}")
+        try:
+            value = await entry.spec.call(arguments, ctx)
+        except ToolArgumentError as exc:
+            raise InvalidParams(f"Invalid arguments for prompt {params.name!r}: {exc}") from None
+        return GetPromptResult(
+            messages=to_prompt_messages(value), description=entry.prompt.description
+        )
+
+    # ---------------------------------------------------------- completions
+
+    def completion(self, ref: str, argument: str) -> Callable[[F], F]:
+        """Register completions for a prompt argument (``ref`` = prompt name)
+        or a template variable (``ref`` = the URI template)."""
+
+        def register(fn: F) -> F:
+            if ref in self._prompts:
+                self._prompts[ref].completions[argument] = fn
+            elif ref in self._templates:
+                self._templates[ref].completions[argument] = fn
+            else:
+                raise KeyError(f"no prompt or resource template {ref!r}; register it first")
+            self._enable_completions()
+            return fn
+
+        return register
+
+    def _enable_completions(self) -> None:
+        if "completion/complete" not in self.request_handlers:
+            self.set_request_handler("completion/complete", CompleteRequestParams, self._complete)
+
+    async def _complete(self, ctx: Context, params: CompleteRequestParams) -> CompleteResult:
+        ref = params.ref
+        if isinstance(ref, PromptReference):
+            entry: Any = self._prompts.get(ref.name)
+            if entry is None:
+                raise InvalidParams(f"Unknown prompt: {ref.name}")
+        else:
+            entry = self._templates.get(ref.uri)
+            if entry is None:
+                raise InvalidParams(f"Unknown resource template: {ref.uri}")
+        fn = entry.completions.get(params.argument.name)
+        values: list[str] = []
+        if fn is not None:
+            context_args = {} if params.context is UNSET or params.context.arguments is UNSET else params.context.arguments
+            result = fn(params.argument.value, context_args)
+            if hasattr(result, "__await__"):
+                result = await result
+            values = [str(v) for v in result]
+        total = len(values)
+        return CompleteResult(
+            completion=Completion(
+                values=values[:MAX_COMPLETION_VALUES], total=total, has_more=total > MAX_COMPLETION_VALUES
+            )
+        )
+
+    # ---------------------------------------------------------- resources
+
+    def resource_updated(self, uri: str) -> None:
+        """Notify subscribers that ``uri`` changed (callable from sync code)."""
+        self.notify_resource_updated(uri)
+
+
+def _tool_error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text=message)], is_error=True)
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,192 @@
+"""The low-level server: a handler table, capabilities derived from it,
+the live sessions, and a lifespan. Full control, no decorators' magic.
+
+::
+
+    server = LowLevelServer("demo")
+
+    async def list_tools(ctx, params):
+        return ListToolsResult(tools=[...])
+
+    server.set_request_handler("tools/list", PaginatedRequestParams, list_tools)
+
+:class:`~trio_mcp.server.MCPServer` builds on it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar
+
+import trio
+from msgspec import UNSET
+
+from .._util import collapse_groups
+from ..actors import PeerLimits
+from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
+from ..protocol import (
+    Icon,
+    Implementation,
+    InvalidParams,
+    PromptsCapability,
+    ResourcesCapability,
+    ServerCapabilities,
+    ToolsCapability,
+)
+from ..transports import MessageStream
+
+__all__ = ["LowLevelServer", "Lifespan", "paginate", "DEFAULT_PAGE_SIZE"]
+
+T = TypeVar("T")
+Lifespan = Callable[["LowLevelServer"], AbstractAsyncContextManager[Any]]
+
+#: Items per page of the ``*/list`` methods.
+DEFAULT_PAGE_SIZE = 100
+
+
+class LowLevelServer:
+    """A server application: handlers keyed by method, shared by all sessions."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        website_url: str | None = None,
+        lifespan: Lifespan | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        limits: PeerLimits | None = None,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.info = Implementation(
+            name=name,
+            version=version,
+            title=UNSET if title is None else title,
+            description=UNSET if description is None else description,
+            icons=UNSET if not icons else list(icons),
+            website_url=UNSET if website_url is None else website_url,
+        )
+        self.instructions = instructions
+        self.request_handlers: dict[str, RequestHandler] = {}
+        self.page_size = page_size
+        self.limits = limits
+        self.lifespan = lifespan
+        self.state: Any = None
+        self.sessions: set[ServerSession] = set()
+        self._lifespan_users = 0
+        self._lifespan_lock = trio.Lock()
+        self._lifespan_exit: Any = None
+
+    # ------------------------------------------------------------ handlers
+
+    def set_request_handler(
+        self, method: str, params_type: Any, fn: Callable[[Context, Any], Awaitable[Any]]
+    ) -> None:
+        """Serve ``method`` with ``fn(context, params)``; params decoded to ``params_type``."""
+        self.request_handlers[method] = RequestHandler(params_type, fn)
+
+    def capabilities(self) -> ServerCapabilities:
+        """Declared from what is registered."""
+        h = self.request_handlers
+        caps: dict[str, Any] = {"logging": {}}
+        if "tools/list" in h:
+            caps["tools"] = ToolsCapability(list_changed=True)
+        if "prompts/list" in h:
+            caps["prompts"] = PromptsCapability(list_changed=True)
+        if any(m in h for m in ("resources/list", "resources/templates/list", "resources/read")):
+            caps["resources"] = ResourcesCapability(
+                subscribe=True if "resources/subscribe" in h else UNSET, list_changed=True
+            )
+        if "completion/complete" in h:
+            caps["completions"] = {}
+        return ServerCapabilities(**caps)
+
+    def gated_methods(self) -> dict[str, str]:
+        return {m: c for m, c in METHOD_CAPABILITY.items() if m in self.request_handlers}
+
+    # ------------------------------------------------------------ sessions
+
+    def _attach(self, session: ServerSession) -> None:
+        self.sessions.add(session)
+
+    def _detach(self, session: ServerSession) -> None:
+        self.sessions.discard(session)
+
+    def broadcast_nowait(self, method: str, params: Any = UNSET) -> None:
+        """Queue a notification to every initialized session (never blocks)."""
+        for session in list(self.sessions):
+            session.post_nowait(method, params)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell the sessions subscribed to ``uri`` that it changed."""
+        for session in list(self.sessions):
+            if uri in session.subscriptions:
+                session.post_nowait("notifications/resources/updated", {"uri": uri})
+
+    # ------------------------------------------------------------ lifespan
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Any]:
+        """Enter the lifespan (once, shared by nested users); yields its state."""
+        async with self._lifespan_lock:
+            if self._lifespan_users == 0 and self.lifespan is not None:
+                cm = self.lifespan(self)
+                self.state = await cm.__aenter__()
+                self._lifespan_exit = cm
+            self._lifespan_users += 1
+        try:
+            yield self.state
+        finally:
+            with trio.CancelScope(shield=True):
+                async with self._lifespan_lock:
+                    self._lifespan_users -= 1
+                    if self._lifespan_users == 0 and self._lifespan_exit is not None:
+                        cm, self._lifespan_exit = self._lifespan_exit, None
+                        await cm.__aexit__(None, None, None)
+
+    async def serve(self, stream: MessageStream, *, name: str = "server") -> None:
+        """Serve one session over ``stream`` until it ends."""
+        with collapse_groups():
+            async with self.running():
+                await ServerSession(self, stream, limits=self.limits, name=name).run()
+
+    async def start_session(
+        self, stream: MessageStream, nursery: trio.Nursery, *, name: str = "server"
+    ) -> ServerSession:
+        """Start a session in ``nursery``; returns once it is serving."""
+        return await nursery.start(ServerSession(self, stream, limits=self.limits, name=name).run)
+
+
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        text = base64.urlsafe_b64decode(padded.encode()).decode()
+        if not text.startswith("o:"):
+            raise ValueError
+        offset = int(text[2:])
+        if offset < 0:
+            raise ValueError
+        return offset
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidParams(f"Invalid cursor {cursor!r}") from None
+
+
+def paginate(items: Sequence[T], cursor: Any, page_size: int) -> tuple[list[T], str | Any]:
+    """One page of ``items`` and the next opaque cursor (``UNSET`` at the end)."""
+    start = 0 if cursor is UNSET or cursor is None else decode_cursor(cursor)
+    if start > len(items):
+        raise InvalidParams(f"Invalid cursor {cursor!r}: past the end")
+    end = start + page_size
+    page = list(items[start:end])
+    return page, (encode_cursor(end) if end < len(items) else UNSET)

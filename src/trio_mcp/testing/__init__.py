@@ -1,0 +1,5 @@
+"""A public test kit: in-memory client/server pairs and fault injection."""
+
+from ._pairs import connected
+
+__all__ = ["connected"]
