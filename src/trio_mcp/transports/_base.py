@@ -22,11 +22,19 @@ Contract, checked for every transport by ``tests/transports/test_conformance.py`
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 from ..protocol import Frame
 
-__all__ = ["MessageStream", "TransportError", "TransportClosed"]
+__all__ = ["MessageStream", "TransportError", "TransportClosed", "RELATED_REQUEST"]
+
+#: The id of the inbound request whose handler is running in this task, set
+#: by the peer around each handler. Transports that route messages per
+#: request (Streamable HTTP: a handler's notifications and server-to-client
+#: requests travel on the SSE stream of the POST that carried the request)
+#: read it in ``send``; the others ignore it.
+RELATED_REQUEST: ContextVar[int | str | None] = ContextVar("trio_mcp_related_request", default=None)
 
 
 class TransportError(Exception):
