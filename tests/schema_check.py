@@ -34,7 +34,9 @@ __all__ = [
 ]
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "data" / "mcp-schema"
-VERSIONS: tuple[str, ...] = tuple(sorted(p.name for p in SCHEMA_DIR.iterdir() if (p / "schema.json").is_file()))
+VERSIONS: tuple[str, ...] = tuple(
+    sorted(path.name for path in SCHEMA_DIR.iterdir() if (path / "schema.json").is_file())
+)
 
 Sender = Literal["client", "server"]
 
@@ -56,6 +58,7 @@ class _VersionSchema:
         self.base_uri = f"https://schema.modelcontextprotocol.invalid/{version}/schema.json"
         resource = Resource.from_contents(contents, default_specification=spec)
         self.registry = Registry().with_resource(self.base_uri, resource)
+        self._validators: dict[str, Any] = {}
         # method -> definition name, and which side may send it
         self.requests: dict[str, str] = {}
         self.notifications: dict[str, str] = {}
@@ -91,12 +94,14 @@ class _VersionSchema:
             return f"{stem}Result", False
         return "EmptyResult", False
 
-    @functools.cache
     def validator(self, definition: str) -> Any:
-        if definition not in self.defs:
-            raise AssertionError(f"MCP {self.version} schema has no definition {definition!r}")
-        ref = {"$ref": f"{self.base_uri}#/{self.defs_key}/{definition}"}
-        return self.validator_cls(ref, registry=self.registry)
+        validator = self._validators.get(definition)
+        if validator is None:
+            if definition not in self.defs:
+                raise AssertionError(f"MCP {self.version} schema has no definition {definition!r}")
+            ref = {"$ref": f"{self.base_uri}#/{self.defs_key}/{definition}"}
+            validator = self._validators[definition] = self.validator_cls(ref, registry=self.registry)
+        return validator
 
     def check(self, instance: Any, definition: str, what: str) -> None:
         error = best_match(self.validator(definition).iter_errors(instance))

@@ -166,7 +166,9 @@ def _request(
                       result_type=result_type, **kw)
 
 
-def _notification(method: str, direction: Direction, params_type: type[msgspec.Struct], **kw: Any) -> MethodSpec:
+def _notification(
+    method: str, direction: Direction, params_type: type[msgspec.Struct], **kw: Any
+) -> MethodSpec:
     return MethodSpec(method=method, kind="notification", direction=direction, params_type=params_type,
                       cancellable=False, **kw)
 
@@ -176,7 +178,8 @@ _LAST_HS = LATEST_HANDSHAKE_VERSION
 
 _SPECS: tuple[MethodSpec, ...] = (
     # lifecycle
-    _request("initialize", _C2S, InitializeRequestParams, InitializeResult, cancellable=False, until=_LAST_HS),
+    _request("initialize", _C2S, InitializeRequestParams, InitializeResult,
+             cancellable=False, until=_LAST_HS),
     _request("ping", _BOTH, RequestParams, EmptyResult, until=_LAST_HS),
     _request("server/discover", _C2S, RequestParams, DiscoverResult, since=V2026_07_28),
     _notification("notifications/initialized", _C2S, NotificationParams, until=_LAST_HS),
@@ -196,7 +199,8 @@ _SPECS: tuple[MethodSpec, ...] = (
     _notification("notifications/resources/list_changed", _S2C, NotificationParams,
                   capability=("server", "resources", "listChanged")),
     # prompts
-    _request("prompts/list", _C2S, PaginatedRequestParams, ListPromptsResult, capability=("server", "prompts")),
+    _request("prompts/list", _C2S, PaginatedRequestParams, ListPromptsResult,
+             capability=("server", "prompts")),
     _request("prompts/get", _C2S, GetPromptRequestParams, GetPromptResult, capability=("server", "prompts"),
              may_require_input=True),
     _notification("notifications/prompts/list_changed", _S2C, NotificationParams,
@@ -220,8 +224,9 @@ _SPECS: tuple[MethodSpec, ...] = (
              capability=("client", "sampling"), until=_LAST_HS, input_request_since=V2026_07_28),
     _request("roots/list", _S2C, RequestParams, ListRootsResult, capability=("client", "roots"),
              until=_LAST_HS, input_request_since=V2026_07_28),
-    _request("elicitation/create", _S2C, ElicitRequestParams, ElicitResult, capability=("client", "elicitation"),
-             since=V2025_06_18, until=_LAST_HS, input_request_since=V2026_07_28),
+    _request("elicitation/create", _S2C, ElicitRequestParams, ElicitResult,
+             capability=("client", "elicitation"), since=V2025_06_18, until=_LAST_HS,
+             input_request_since=V2026_07_28),
     _notification("notifications/roots/list_changed", _C2S, NotificationParams,
                   capability=("client", "roots", "listChanged"), until=_LAST_HS),
     _notification("notifications/elicitation/complete", _S2C, ElicitationCompleteNotificationParams,
@@ -232,8 +237,8 @@ _SPECS: tuple[MethodSpec, ...] = (
     # stateless era
     _request("subscriptions/listen", _C2S, SubscriptionsListenRequestParams, SubscriptionsListenResult,
              since=V2026_07_28),
-    _notification("notifications/subscriptions/acknowledged", _S2C, SubscriptionsAcknowledgedNotificationParams,
-                  since=V2026_07_28),
+    _notification("notifications/subscriptions/acknowledged", _S2C,
+                  SubscriptionsAcknowledgedNotificationParams, since=V2026_07_28),
 )
 
 #: Every known method, by name.
