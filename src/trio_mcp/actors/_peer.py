@@ -24,6 +24,7 @@ wait on the peer.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
@@ -82,6 +83,8 @@ class PeerLimits:
     max_queued_requests: int = 256
     #: Inbound notifications waiting for the (single, in-order) notification
     #: worker; one more is dropped and counted in ``notifications_dropped``.
+    #: Also bounds the progress notifications waiting for one caller's
+    #: ``on_progress`` callback.
     max_queued_notifications: int = 1024
     #: Error answers produced by the read loop (parse errors, overload)
     #: waiting to be written; one more is dropped and counted.
@@ -102,6 +105,8 @@ class PeerLimits:
 
 @attrs.frozen
 class PeerStatistics:
+    """A snapshot of a peer's counters (see :meth:`Peer.statistics`)."""
+
     pending_calls: int
     handlers_running: int
     workers: int
@@ -143,13 +148,19 @@ class _NullDispatcher:
 
 
 class _Reply:
-    """A one-slot reply: the read loop fills it without ever blocking."""
+    """A one-slot reply: the read loop fills it without ever blocking.
 
-    __slots__ = ("value", "task")
+    A call made with ``on_progress`` also gets its progress notifications
+    here (bounded), so the caller runs its callback for each of them, in
+    order, before it returns the answer that followed them on the wire.
+    """
+
+    __slots__ = ("value", "task", "progress")
 
     def __init__(self) -> None:
         self.value: outcome.Outcome[Any] | None = None
         self.task: trio.lowlevel.Task | None = None
+        self.progress: deque[tuple[float, Any, Any]] | None = None
 
     def deliver(self, value: outcome.Outcome[Any]) -> None:
         if self.value is not None:
@@ -160,10 +171,18 @@ class _Reply:
             self.task = None
             trio.lowlevel.reschedule(task, value)
 
-    async def wait(self) -> Any:
-        if self.value is not None:
-            await trio.lowlevel.checkpoint()
-            return self.value.unwrap()
+    def deliver_progress(self, item: tuple[float, Any, Any], limit: int) -> bool:
+        queue = self.progress
+        if queue is None or len(queue) >= limit:
+            return False
+        queue.append(item)
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task, outcome.Value(None))
+        return True
+
+    async def _park(self) -> Any:
         self.task = trio.lowlevel.current_task()
 
         def abort(_: Any) -> trio.lowlevel.Abort:
@@ -171,6 +190,30 @@ class _Reply:
             return trio.lowlevel.Abort.SUCCEEDED
 
         return await trio.lowlevel.wait_task_rescheduled(abort)
+
+    async def wait(self) -> Any:
+        if self.value is not None:
+            await trio.lowlevel.checkpoint()
+            return self.value.unwrap()
+        return await self._park()
+
+    async def wait_reporting(self, callback: ProgressCallback, name: str) -> Any:
+        queue = self.progress
+        assert queue is not None
+        while True:
+            while queue:
+                progress, total, message = queue.popleft()
+                try:
+                    await callback(progress, total, message)
+                except Exception:
+                    log.exception("%s: progress callback failed", name)
+            if self.value is not None:
+                return await self.wait()
+            # Woken with None for more progress, or handed the answer (then
+            # nothing was queued since we parked: progress would have woken us).
+            msg = await self._park()
+            if msg is not None:
+                return msg
 
 
 class _Slot:
@@ -261,9 +304,14 @@ class Peer:
         self.limits = limits or PeerLimits()
         self._next_id = 1
         self._pending: dict[int | str, _Reply] = {}
-        self._progress: dict[int | str, ProgressCallback] = {}
+        self._progress: dict[int | str, _Reply] = {}
         self._inflight: dict[int | str, _Slot] = {}
-        self._queue_send, self._queue_recv = trio.open_memory_channel[Request](self.limits.max_queued_requests)
+        # Admitted requests not finished yet: running or waiting for a worker.
+        # Counting these (not the queue's buffer, which also holds requests
+        # that a just-spawned worker has not picked up yet) keeps a burst
+        # from being refused while workers are still free.
+        self._capacity = self.limits.max_concurrent_handlers + self.limits.max_queued_requests
+        self._queue_send, self._queue_recv = trio.open_memory_channel[Request](self._capacity)
         self._notif_send, self._notif_recv = trio.open_memory_channel[Notification](
             self.limits.max_queued_notifications
         )
@@ -291,7 +339,8 @@ class Peer:
         if self._started:
             raise RuntimeError("a Peer runs once")
         self._started = True
-        reason = ExitReason("eof")
+        reason: ExitReason | None = None
+        failure: TransportError | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -303,19 +352,26 @@ class Peer:
                 except TransportError as exc:
                     self._shut(f"transport failed: {exc.reason}")
                     nursery.cancel_scope.cancel()
-                    raise
+                    # Raised below, outside the nursery: raised in here it
+                    # would come out wrapped in an ExceptionGroup.
+                    failure = exc
                 except BaseException:
                     self._shut("peer stopped")
                     raise
-                self._shut(reason.detail or "connection closed")
-                if self._local_close:
-                    nursery.cancel_scope.cancel()
                 else:
-                    # Clean EOF: let admitted handlers finish, within a bound.
-                    nursery.cancel_scope.deadline = trio.current_time() + self.limits.drain_grace
+                    self._shut(reason.detail or "connection closed")
+                    if self._local_close:
+                        nursery.cancel_scope.cancel()
+                    else:
+                        # Clean EOF: let admitted handlers finish, within a bound.
+                        nursery.cancel_scope.deadline = trio.current_time() + self.limits.drain_grace
         finally:
             self._shut("peer stopped")
             self._stopped.set()
+        if failure is not None:
+            raise failure
+        if reason is None:  # aclose() cancelled the read loop before it saw the close
+            reason = ExitReason("closed", "closed locally")
         return reason
 
     async def _read_loop(self) -> ExitReason:
@@ -346,10 +402,10 @@ class Peer:
         self._queue_send.close()
         self._notif_send.close()
         self._outbox_send.close()
-        err = outcome.Error(ConnectionClosed(f"connection closed: {reason}"))
         pending, self._pending = self._pending, {}
         for reply in pending.values():
-            reply.deliver(err)
+            # One outcome (and exception) per caller: an outcome unwraps once.
+            reply.deliver(outcome.Error(ConnectionClosed(f"connection closed: {reason}")))
 
     # ------------------------------------------------------------- dispatch
 
@@ -377,6 +433,10 @@ class Peer:
         if ident in self._inflight:
             self._reply_nowait(error_response(ident, InvalidRequest(f"Duplicate request id {ident!r}")))
             return
+        if len(self._inflight) >= self._capacity:
+            self._overloaded += 1
+            self._reply_nowait(error_response(ident, ServerOverloaded()))
+            return
         try:
             self._queue_send.send_nowait(req)
         except trio.WouldBlock:
@@ -397,9 +457,9 @@ class Peer:
         if method == "notifications/cancelled":
             self._peer_cancelled(note.params)
             return
-        if method == "notifications/progress" and self._progress:
-            pass  # routed in order by the notification worker
-        elif self.dispatcher.handle_notification_inline(method, note.params):
+        if method == "notifications/progress" and self._progress and self._route_progress(note.params):
+            return
+        if self.dispatcher.handle_notification_inline(method, note.params):
             return
         try:
             self._notif_send.send_nowait(note)
@@ -414,13 +474,35 @@ class Peer:
             data = coerce(params, dict[str, Any])
         except (msgspec.ValidationError, msgspec.DecodeError):
             return
-        slot = self._inflight.get(data.get("requestId"))  # type: ignore[arg-type]
+        ident = data.get("requestId")
+        if type(ident) is not int and type(ident) is not str:
+            return  # not a request id (and maybe unhashable)
+        slot = self._inflight.get(ident)
         if slot is None or not slot.cancellable:
             return  # unknown, finished already, or never cancelled (initialize)
         slot.cancelled = True
         self._cancelled_by_peer += 1
         if slot.scope is not None:
             slot.scope.cancel()
+
+    def _route_progress(self, params: Any) -> bool:
+        """Hand progress for one of our pending calls to its caller."""
+        try:
+            data = coerce(params, dict[str, Any])
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        token = data.get("progressToken")
+        if type(token) is not int and type(token) is not str:
+            return False
+        reply = self._progress.get(token)
+        if reply is None:
+            return False  # not ours (any more): the dispatcher gets it
+        progress = data.get("progress")
+        if type(progress) is int or type(progress) is float:
+            item = (progress, data.get("total"), data.get("message"))
+            if not reply.deliver_progress(item, self.limits.max_queued_notifications):
+                self._notifications_dropped += 1
+        return True
 
     def _reply_nowait(self, msg: Any) -> None:
         try:
@@ -477,29 +559,23 @@ class Peer:
             await self.stream.send(reply)
         except TransportError:
             pass  # the read loop sees the broken transport and shuts down
+        except Exception as exc:
+            # The transport could not encode the answer (the handler returned
+            # something the codec cannot write): answer -32603 rather than
+            # let one handler's result take the whole session down.
+            log.exception("%s: could not send the answer to %s", self.name, req.method)
+            fallback = InternalError(f"could not encode the answer to {req.method}: {_describe(exc)}")
+            try:
+                await self.stream.send(error_response(ident, fallback))
+            except TransportError:
+                pass
 
     async def _notification_loop(self) -> None:
         async for note in self._notif_recv:
             try:
-                if note.method == "notifications/progress":
-                    await self._deliver_progress(note.params)
-                else:
-                    await self.dispatcher.handle_notification(note.method, note.params)
+                await self.dispatcher.handle_notification(note.method, note.params)
             except Exception:
                 log.exception("%s: notification handler for %s failed", self.name, note.method)
-
-    async def _deliver_progress(self, params: Any) -> None:
-        try:
-            data = coerce(params, dict[str, Any])
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return
-        callback = self._progress.get(data.get("progressToken"))  # type: ignore[arg-type]
-        if callback is None:
-            await self.dispatcher.handle_notification("notifications/progress", params)
-            return
-        progress = data.get("progress")
-        if isinstance(progress, (int, float)):
-            await callback(progress, data.get("total"), data.get("message"))
 
     async def _outbox_loop(self) -> None:
         async for msg in self._outbox_recv:
@@ -531,15 +607,21 @@ class Peer:
         ident = self._next_id
         self._next_id = ident + 1
         reply = _Reply()
-        self._pending[ident] = reply
         if on_progress is not None:
             params = _with_progress_token(params, ident)
-            self._progress[ident] = on_progress
+            reply.progress = deque()
+            self._progress[ident] = reply
+        self._pending[ident] = reply
+        # The initialize request is never cancelled (MCP lifecycle).
+        cancellable = cancellable and method not in NON_CANCELLABLE
         sent = False
         try:
             await self.stream.send(Request(id=ident, method=method, params=params))
             sent = True
-            msg = await reply.wait()
+            if on_progress is None:
+                msg = await reply.wait()
+            else:
+                msg = await reply.wait_reporting(on_progress, self.name)
         except trio.Cancelled:
             if sent and cancellable and reply.value is None and self._closed_reason is None:
                 await self._send_cancelled(ident, "cancelled by the caller")

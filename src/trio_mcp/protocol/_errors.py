@@ -77,51 +77,71 @@ class McpError(Exception):
 
 
 class ParseError(McpError):
+    """The bytes were not valid JSON (-32700)."""
+
     code = PARSE_ERROR
     default_message = "Parse error"
 
 
 class InvalidRequest(McpError):
+    """Not a valid JSON-RPC request, or not valid in this state (-32600)."""
+
     code = INVALID_REQUEST
     default_message = "Invalid request"
 
 
 class MethodNotFound(McpError):
+    """The method does not exist or its capability is not declared (-32601)."""
+
     code = METHOD_NOT_FOUND
     default_message = "Method not found"
 
 
 class InvalidParams(McpError):
+    """The params do not fit the method (-32602)."""
+
     code = INVALID_PARAMS
     default_message = "Invalid params"
 
 
 class InternalError(McpError):
+    """The handler failed (-32603)."""
+
     code = INTERNAL_ERROR
     default_message = "Internal error"
 
 
 class ServerOverloaded(McpError):
+    """Too many requests in flight; retry later (-32001)."""
+
     code = SERVER_OVERLOADED
     default_message = "Server overloaded: too many requests in flight"
 
 
 class ResourceNotFound(McpError):
+    """``resources/read`` of an unknown URI (-32002)."""
+
     code = RESOURCE_NOT_FOUND
     default_message = "Resource not found"
 
 
 class UrlElicitationRequired(McpError):
+    """The server needs a URL elicitation first (-32042)."""
+
     code = URL_ELICITATION_REQUIRED
     default_message = "URL elicitation required"
 
 
 class MissingClientCapability(McpError):
+    """The request needs a client capability that was not declared (-32021)."""
+
     code = MISSING_CLIENT_CAPABILITY
     default_message = "Missing required client capability"
 
 
 class UnsupportedProtocolVersion(McpError):
+    """The protocol version is not supported (-32022)."""
+
     code = UNSUPPORTED_PROTOCOL_VERSION
     default_message = "Unsupported protocol version"
 

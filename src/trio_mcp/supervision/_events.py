@@ -97,12 +97,16 @@ class TooManyChildren(SupervisorError):
 
 @attrs.frozen
 class ChildStarted:
+    """The child reported ``started``; ``value`` is its handle."""
+
     id: Hashable
     value: Any
 
 
 @attrs.frozen
 class ChildExited:
+    """The child's task ended, for ``reason``."""
+
     id: Hashable
     reason: ExitReason
 
@@ -136,6 +140,8 @@ class GaveUp:
 
 @attrs.frozen
 class Escalated:
+    """Restart intensity was exceeded; the supervisor stops and raises ``exc``."""
+
     id: Hashable
     exc: SupervisorEscalation
 
@@ -147,6 +153,8 @@ SupervisorEvent: TypeAlias = ChildStarted | ChildExited | RestartScheduled | Sta
 
 
 class ChildState(enum.Enum):
+    """Where a child is in its life cycle."""
+
     PENDING = "pending"  #: waiting for its (re)start, possibly in backoff
     STARTING = "starting"
     RUNNING = "running"
@@ -163,6 +171,8 @@ class ChildInfo(NamedTuple):
 
 @attrs.frozen(kw_only=True)
 class SupervisorStatistics:
+    """Counters of a supervisor (see ``statistics()``)."""
+
     children: int  #: children known to the supervisor
     running: int  #: children in state RUNNING
     restarts: int  #: restart decisions since start (group restarts count once)

@@ -58,6 +58,8 @@ class TransportClosed(TransportError):
 
 @runtime_checkable
 class MessageStream(Protocol):
+    """A bidirectional stream of JSON-RPC messages (contract: module docstring)."""
+
     async def send(self, message: Any) -> None: ...
 
     async def receive(self) -> Frame: ...
