@@ -50,6 +50,7 @@ from ..protocol import (
     error_response,
 )
 from ..transports import MessageStream, TransportError
+from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
 
 __all__ = [
@@ -535,6 +536,9 @@ class Peer:
             self._inflight.pop(ident, None)
             return
         self._running += 1
+        # The handler's messages (and the response) relate to this request;
+        # each worker serves one request at a time, so no reset is needed.
+        RELATED_REQUEST.set(ident)
         reply: Any = None
         try:
             with trio.CancelScope() as scope:
