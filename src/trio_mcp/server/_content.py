@@ -1,0 +1,369 @@
+"""Turning what user functions return into MCP content.
+
+The rules, in one place:
+
+- ``str`` is text (:class:`TextContent`); it is never structured output on
+  its own.
+- ``bytes`` (and ``bytearray`` / ``memoryview``) become an
+  :class:`EmbeddedResource` holding a base64 blob, MIME type
+  ``application/octet-stream``, under the opaque URI :data:`BYTES_URI`. Wrap
+  bytes in :class:`Image` / :class:`Audio` to send media instead, or return an
+  ``EmbeddedResource`` yourself to choose the URI.
+- Content blocks pass through; :class:`ResourceContents` is embedded.
+- Lists and tuples are concatenated item by item, except a list holding
+  only data (no text, bytes, media or content) which becomes one JSON text.
+- Anything else (Structs, dataclasses, attrs classes, dicts, numbers, bools)
+  becomes JSON text; values msgspec cannot encode fall back to ``str(value)``.
+- ``None`` is no content.
+
+For tools, :func:`to_tool_result` adds ``structuredContent`` when the tool
+has an output schema (see :func:`trio_mcp.server._schema.output_schema_for`).
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import os
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import attrs
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ..protocol import (
+    Annotations,
+    AudioContent,
+    CallToolResult,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    ResourceContents,
+    ResourceLink,
+    TextContent,
+)
+
+if TYPE_CHECKING:
+    from ._schema import OutputSchema
+
+__all__ = [
+    "BYTES_URI",
+    "Audio",
+    "Image",
+    "to_content",
+    "to_prompt_messages",
+    "to_resource_contents",
+    "to_tool_result",
+]
+
+#: URI of the embedded resource made from a bare ``bytes`` return value.
+BYTES_URI: Final = "urn:trio-mcp:bytes"
+OCTET_STREAM: Final = "application/octet-stream"
+JSON_MIME: Final = "application/json"
+TEXT_MIME: Final = "text/plain"
+
+_CONTENT_BLOCKS: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+
+_SUFFIX_MIME: Final = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".svg": "image/svg+xml",
+    ".bmp": "image/bmp",
+    ".ico": "image/x-icon",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".avif": "image/avif",
+    ".wav": "audio/wav",
+    ".mp3": "audio/mpeg",
+    ".ogg": "audio/ogg",
+    ".oga": "audio/ogg",
+    ".opus": "audio/opus",
+    ".flac": "audio/flac",
+    ".m4a": "audio/mp4",
+    ".aac": "audio/aac",
+    ".weba": "audio/webm",
+}
+
+
+def _sniff(data: bytes, kind: str) -> str | None:
+    """The MIME type of a few common image / audio formats, by magic number."""
+    if kind == "image":
+        if data.startswith(b"\x89PNG\r\n\x1a\n"):
+            return "image/png"
+        if data.startswith(b"\xff\xd8\xff"):
+            return "image/jpeg"
+        if data.startswith((b"GIF87a", b"GIF89a")):
+            return "image/gif"
+        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            return "image/webp"
+        if data.startswith(b"BM"):
+            return "image/bmp"
+    else:
+        if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+            return "audio/wav"
+        if data.startswith(b"ID3") or (len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0):
+            return "audio/mpeg"
+        if data.startswith(b"OggS"):
+            return "audio/ogg"
+        if data.startswith(b"fLaC"):
+            return "audio/flac"
+    return None
+
+
+@attrs.frozen
+class _Media:
+    """Binary media from bytes or a file path (``str`` or ``os.PathLike``).
+
+    A path is read when the value is converted to content, synchronously.
+    ``mime_type`` defaults to a guess from the file suffix, then from the
+    data's magic number, then ``application/octet-stream``.
+    """
+
+    _kind: ClassVar[str]
+
+    data: bytes | str | os.PathLike[str]
+    mime_type: str | None = None
+    annotations: Annotations | UnsetType = attrs.field(default=UNSET, kw_only=True)
+
+    def read(self) -> bytes:
+        """The raw bytes (reading the file if given a path)."""
+        if isinstance(self.data, (bytes, bytearray, memoryview)):
+            return bytes(self.data)
+        with open(self.data, "rb") as f:
+            return f.read()
+
+    def _mime(self, data: bytes) -> str:
+        if self.mime_type:
+            return self.mime_type
+        if not isinstance(self.data, (bytes, bytearray, memoryview)):
+            suffix = os.path.splitext(os.fspath(self.data))[1].lower()
+            guessed = _SUFFIX_MIME.get(suffix) or mimetypes.guess_type(os.fspath(self.data))[0]
+            if guessed:
+                return guessed
+        return _sniff(data, self._kind) or OCTET_STREAM
+
+    def encoded(self) -> tuple[str, str]:
+        """``(base64 data, MIME type)``."""
+        data = self.read()
+        return base64.b64encode(data).decode("ascii"), self._mime(data)
+
+
+@attrs.frozen
+class Image(_Media):
+    """An image to return from a tool or prompt: ``Image(b"...",
+    "image/png")`` or ``Image("chart.png")``. Becomes :class:`ImageContent`."""
+
+    _kind: ClassVar[str] = "image"
+
+    def to_content(self) -> ImageContent:
+        data, mime = self.encoded()
+        return ImageContent(data=data, mime_type=mime, annotations=self.annotations)
+
+
+@attrs.frozen
+class Audio(_Media):
+    """Audio to return from a tool or prompt: ``Audio(b"...", "audio/wav")``
+    or ``Audio("clip.mp3")``. Becomes :class:`AudioContent`."""
+
+    _kind: ClassVar[str] = "audio"
+
+    def to_content(self) -> AudioContent:
+        data, mime = self.encoded()
+        return AudioContent(data=data, mime_type=mime, annotations=self.annotations)
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+_BYTES_TYPES: Final = (bytes, bytearray, memoryview)
+
+
+def _is_content_like(value: Any) -> bool:
+    """Text, bytes, media or content: things a list is concatenated for."""
+    return isinstance(value, (str, *_BYTES_TYPES, *_CONTENT_BLOCKS, _Media, ResourceContents))
+
+
+def _is_block_like(value: Any) -> bool:
+    """Media or content blocks: never structured output."""
+    return isinstance(value, (*_CONTENT_BLOCKS, _Media, ResourceContents))
+
+
+def _to_builtins(value: Any) -> Any:
+    return msgspec.to_builtins(value, str_keys=True)
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return msgspec.json.encode(value).decode("utf-8")
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
+
+
+def _blob_resource(data: bytes, mime_type: str = OCTET_STREAM) -> EmbeddedResource:
+    return EmbeddedResource(resource=ResourceContents.from_blob(BYTES_URI, data, mime_type=mime_type))
+
+
+# --------------------------------------------------------------------------
+# Tools
+
+
+def to_content(value: Any) -> list[ContentBlock]:
+    """Content blocks for any value a tool (or prompt) returns; see the
+    module docstring for the rules."""
+    if value is None:
+        return []
+    if isinstance(value, _CONTENT_BLOCKS):
+        return [value]
+    if isinstance(value, str):
+        return [TextContent(text=value)]
+    if isinstance(value, _BYTES_TYPES):
+        return [_blob_resource(bytes(value))]
+    if isinstance(value, _Media):
+        return [value.to_content()]
+    if isinstance(value, ResourceContents):
+        return [EmbeddedResource(resource=value)]
+    if isinstance(value, CallToolResult):
+        return list(value.content)
+    if isinstance(value, (list, tuple)):
+        if not any(_is_content_like(item) for item in value):
+            return [TextContent(text=_json_text(value))] if value else []
+        out: list[ContentBlock] = []
+        for item in value:
+            out.extend(to_content(item))
+        return out
+    return [TextContent(text=_json_text(value))]
+
+
+def to_tool_result(value: Any, output: OutputSchema | None = None) -> CallToolResult:
+    """The ``tools/call`` result for a tool's return value.
+
+    A :class:`CallToolResult` passes through untouched. With an output
+    schema, any value that is not media / content becomes
+    ``structuredContent`` (as JSON builtins; ``{"result": value}`` when the
+    schema is wrapped) plus, for older clients, one text block holding the
+    JSON of the value itself (unwrapped). Without one, the value is converted
+    with :func:`to_content` and has no ``structuredContent``.
+    """
+    if isinstance(value, CallToolResult):
+        return value
+    if output is not None and not _is_block_like(value):
+        is_list = isinstance(value, (list, tuple))
+        if not (is_list and any(_is_block_like(item) for item in value)):
+            try:
+                data = _to_builtins(value)
+            except (TypeError, ValueError):
+                data = msgspec.UNSET
+            if data is not msgspec.UNSET:
+                if output.wrapped:
+                    return CallToolResult(
+                        content=[TextContent(text=_json_text(data))], structured_content={"result": data}
+                    )
+                if data is not None:
+                    text = TextContent(text=_json_text(data))
+                    return CallToolResult(content=[text], structured_content=data)
+    return CallToolResult(content=to_content(value))
+
+
+# --------------------------------------------------------------------------
+# Prompts
+
+_ROLES: Final = frozenset({"user", "assistant"})
+
+
+def _prompt_content(content: Any) -> ContentBlock:
+    if isinstance(content, _CONTENT_BLOCKS):
+        return content
+    if isinstance(content, str):
+        return TextContent(text=content)
+    if isinstance(content, _Media):
+        return content.to_content()
+    if isinstance(content, ResourceContents):
+        return EmbeddedResource(resource=content)
+    if isinstance(content, dict):
+        try:
+            return msgspec.convert(content, ContentBlock)  # type: ignore[arg-type]
+        except msgspec.ValidationError as exc:
+            raise TypeError(f"invalid prompt message content {content!r}: {exc}") from None
+    raise TypeError(
+        f"a prompt message content must be text, a content block or a dict, not {type(content).__name__}"
+    )
+
+
+def _message(role: Any, content: Any) -> PromptMessage:
+    if role not in _ROLES:
+        raise ValueError(f"a prompt message role must be 'user' or 'assistant', not {role!r}")
+    return PromptMessage(role=role, content=_prompt_content(content))
+
+
+def to_prompt_messages(value: Any) -> list[PromptMessage]:
+    """Prompt messages for a prompt function's return value.
+
+    ``str``, content blocks and :class:`Image` / :class:`Audio` become one
+    ``user`` message; :class:`PromptMessage` passes through; a dict
+    ``{"role": ..., "content": ...}`` (content as text, a content block or a
+    content dict) is one message; lists and tuples are concatenated; ``None``
+    is no message. Anything else raises :class:`TypeError`.
+    """
+    if value is None:
+        return []
+    if isinstance(value, PromptMessage):
+        return [value]
+    if isinstance(value, (str, _Media, ResourceContents, *_CONTENT_BLOCKS)):
+        return [_message("user", value)]
+    if isinstance(value, dict):
+        if "role" not in value or "content" not in value:
+            raise TypeError(f"a prompt message dict needs 'role' and 'content', got keys {sorted(value)}")
+        return [_message(value["role"], value["content"])]
+    if isinstance(value, (list, tuple)):
+        out: list[PromptMessage] = []
+        for item in value:
+            out.extend(to_prompt_messages(item))
+        return out
+    raise TypeError(
+        f"a prompt must return text, PromptMessage(s), message dicts or content, not {type(value).__name__}"
+    )
+
+
+# --------------------------------------------------------------------------
+# Resources
+
+
+def to_resource_contents(uri: str, value: Any, mime_type: str | None = None) -> list[ResourceContents]:
+    """The ``resources/read`` contents for a resource function's return value.
+
+    ``str`` is text (``mime_type`` or ``text/plain``); bytes are a base64 blob
+    (``mime_type`` or ``application/octet-stream``); :class:`Image` /
+    :class:`Audio` are blobs of their own MIME type; ``ResourceContents`` pass
+    through (with their own URI); text / image / audio / embedded content
+    blocks are unwrapped; lists and tuples of those give many contents;
+    ``None`` gives none; anything else (including a list of plain data) is
+    one JSON text (``application/json``).
+    """
+    if value is None:
+        return []
+    if isinstance(value, ResourceContents):
+        return [value]
+    if isinstance(value, str):
+        return [ResourceContents.from_text(uri, value, mime_type=mime_type or TEXT_MIME)]
+    if isinstance(value, _BYTES_TYPES):
+        return [ResourceContents.from_blob(uri, bytes(value), mime_type=mime_type or OCTET_STREAM)]
+    if isinstance(value, _Media):
+        data, media_mime = value.encoded()
+        return [ResourceContents.from_blob(uri, data, mime_type=value.mime_type or media_mime)]
+    if isinstance(value, TextContent):
+        return [ResourceContents.from_text(uri, value.text, mime_type=mime_type or TEXT_MIME)]
+    if isinstance(value, (ImageContent, AudioContent)):
+        return [ResourceContents.from_blob(uri, value.data, mime_type=value.mime_type)]
+    if isinstance(value, EmbeddedResource):
+        return [value.resource]
+    if isinstance(value, (list, tuple)) and any(_is_content_like(item) for item in value):
+        out: list[ResourceContents] = []
+        for item in value:
+            out.extend(to_resource_contents(uri, item, mime_type))
+        return out
+    return [ResourceContents.from_text(uri, _json_text(value), mime_type=mime_type or JSON_MIME)]
+
