@@ -22,6 +22,23 @@ from msgspec import UNSET
 from ..protocol import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    MODERN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    CreateMessageRequest,
+    DiscoverResult,
+    ElicitRequest,
+    InputRequiredResult,
+    ListRootsRequest,
+    ResourceNotFound,
+    SubscriptionFilter,
+    SubscriptionsListenRequestParams,
+    UnsupportedProtocolVersion,
+    method_available,
     V2025_06_18,
     V2025_11_25,
     ClientCapabilities,
@@ -49,6 +66,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream
 from ._actor import ExitReason
+from ._modern import InputNeeded, ModernRequest, RequestStateError
 from ._peer import InboundRequest, Peer, PeerLimits
 
 __all__ = [
@@ -144,6 +162,7 @@ class ServerSession:
         self._initialize_answered = False
         self._initialized = False
         self._initialized_event = trio.Event()
+        self._listeners: dict[int | str, SubscriptionFilter] = {}
         self._post_send, self._post_recv = trio.open_memory_channel[tuple[str, Any]](self.notification_queue_size)
         self.notifications_dropped = 0
 
@@ -179,6 +198,8 @@ class ServerSession:
         method = request.method
         if method == "initialize":
             return self._initialize(request)
+        if method in _MODERN_ONLY or META_PROTOCOL_VERSION in request.meta:
+            return await self._handle_modern(request)
         if not self._initialize_answered:
             raise InvalidRequest(
                 f"Session not initialized: {method!r} received before 'initialize'"
@@ -201,6 +222,109 @@ class ServerSession:
             raise InvalidParams(f"Invalid params for {method}: {exc}") from None
         result = await handler.fn(Context(self, request), params)
         return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
+
+    async def _handle_modern(self, request: InboundRequest) -> Any:
+        """A stateless 2026-era request: version and capabilities ride in ``_meta``."""
+        method = request.method
+        meta = request.meta
+        version = meta.get(META_PROTOCOL_VERSION)
+        if not isinstance(version, str):
+            raise InvalidParams(f"{method}: _meta[{META_PROTOCOL_VERSION!r}] is required in this protocol era")
+        if version not in MODERN_VERSIONS:
+            raise UnsupportedProtocolVersion(
+                f"Unsupported protocol version {version!r}",
+                data={"supported": list(SUPPORTED_VERSIONS), "requested": version},
+            )
+        raw_caps = meta.get(META_CLIENT_CAPABILITIES)
+        if not isinstance(raw_caps, dict):
+            raise InvalidParams(f"{method}: _meta[{META_CLIENT_CAPABILITIES!r}] is required in this protocol era")
+        try:
+            caps = msgspec.convert(raw_caps, ClientCapabilities)
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(f"{method}: invalid client capabilities: {exc}") from None
+        level = meta.get(META_LOG_LEVEL)
+        if method == "server/discover":
+            return self._discover()
+        if not method_available(method, version, sender="client"):
+            raise MethodNotFound(f"Method not found: {method} (not part of protocol {version})")
+        if method == "subscriptions/listen":
+            return await self._listen(request, version)
+        handler = self.app.request_handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        gate = METHOD_CAPABILITY.get(method)
+        if gate is not None and not _declared(self._capabilities, gate):
+            raise MethodNotFound(f"Method not found: {method} (capability {gate!r} not declared)")
+        try:
+            params = coerce(request.params, handler.params_type)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidParams(f"Invalid params for {method}: {exc}") from None
+        try:
+            modern = ModernRequest(
+                version=version,
+                capabilities=caps,
+                log_level=level if level in _LEVEL_RANK else None,
+                input_responses=getattr(params, "input_responses", UNSET),
+                request_state=getattr(params, "request_state", UNSET),
+                secret=self._state_secret(),
+            )
+        except RequestStateError as exc:
+            raise InvalidParams(str(exc)) from None
+        try:
+            return await handler.fn(Context(self, request, modern), params)
+        except InputNeeded as need:
+            return InputRequiredResult(input_requests=need.requests, request_state=need.state)
+        except ResourceNotFound as exc:
+            # This era reports an unknown resource as invalid params.
+            raise InvalidParams(exc.message, data=exc.data) from None
+
+    def _state_secret(self) -> bytes:
+        secret = getattr(self.app, "request_state_secret", None)
+        if secret is None:
+            import secrets
+
+            secret = secrets.token_bytes(32)
+            try:
+                self.app.request_state_secret = secret  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        return secret
+
+    def _discover(self) -> DiscoverResult:
+        instructions = self.app.instructions
+        return DiscoverResult(
+            supported_versions=list(SUPPORTED_VERSIONS),
+            capabilities=self._capabilities,
+            instructions=UNSET if instructions is None else instructions,
+            meta={META_SERVER_INFO: msgspec.to_builtins(self.app.info)},
+        )
+
+    async def _listen(self, request: InboundRequest, version: str) -> Any:
+        """``subscriptions/listen``: acknowledge, then stream matching
+        notifications until the client cancels (never answered then)."""
+        try:
+            params = coerce(request.params, SubscriptionsListenRequestParams)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidParams(f"Invalid params for subscriptions/listen: {exc}") from None
+        wanted = params.notifications
+        honoured = SubscriptionFilter(
+            tools_list_changed=True if wanted.tools_list_changed is True and _declared(self._capabilities, "tools") else UNSET,
+            prompts_list_changed=True if wanted.prompts_list_changed is True and _declared(self._capabilities, "prompts") else UNSET,
+            resources_list_changed=True if wanted.resources_list_changed is True and _declared(self._capabilities, "resources") else UNSET,
+            resource_subscriptions=list(wanted.resource_subscriptions)
+            if wanted.resource_subscriptions is not UNSET and _declared(self._capabilities, "resources")
+            else UNSET,
+        )
+        sub_id = request.id
+        await self.peer.notify(
+            "notifications/subscriptions/acknowledged",
+            {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: sub_id}},
+        )
+        self._listeners[sub_id] = honoured
+        try:
+            await trio.sleep_forever()
+        finally:
+            self._listeners.pop(sub_id, None)
 
     def _initialize(self, request: InboundRequest) -> Any:
         if self._initialize_answered:
@@ -283,15 +407,31 @@ class ServerSession:
             await self.peer.notify(method, params)
 
     def post_nowait(self, method: str, params: Any = UNSET) -> None:
-        """Queue a notification from synchronous code (e.g. a registration)."""
-        if not self._initialized:
-            return
+        """Queue a notification from synchronous code (e.g. a registration):
+        to the handshake session once initialized, and to every
+        ``subscriptions/listen`` stream whose filter wants it."""
+        if self._initialized and (method != "notifications/resources/updated" or _uri(params) in self.subscriptions):
+            self._post(method, params)
+        for sub_id, wanted in self._listeners.items():
+            if _wants(wanted, method, params):
+                data = dict(params) if isinstance(params, dict) else {}
+                data["_meta"] = {META_SUBSCRIPTION_ID: sub_id}
+                self._post(method, data)
+
+    def _post(self, method: str, params: Any) -> None:
         try:
             self._post_send.send_nowait((method, params))
         except trio.WouldBlock:
             self.notifications_dropped += 1
         except trio.ClosedResourceError:
             pass
+
+    def wants_resource(self, uri: str) -> bool:
+        """Whether this session (handshake subscription or a listen stream) follows ``uri``."""
+        if uri in self.subscriptions:
+            return True
+        return any(w.resource_subscriptions is not UNSET and uri in w.resource_subscriptions
+                   for w in self._listeners.values())
 
     async def _post_loop(self) -> None:
         async for method, params in self._post_recv:
@@ -330,11 +470,13 @@ class ServerSession:
 class Context:
     """What a handler sees of its request and session. Never part of a tool's schema."""
 
-    __slots__ = ("session", "request")
+    __slots__ = ("session", "request", "modern")
 
-    def __init__(self, session: ServerSession, request: InboundRequest) -> None:
+    def __init__(self, session: ServerSession, request: InboundRequest, modern: ModernRequest | None = None) -> None:
         self.session = session
         self.request = request
+        #: Per-request state of a stateless (2026-era) request, else None.
+        self.modern = modern
 
     @property
     def request_id(self) -> int | str:
@@ -350,11 +492,11 @@ class Context:
 
     @property
     def protocol_version(self) -> str | None:
-        return self.session.protocol_version
+        return self.modern.version if self.modern is not None else self.session.protocol_version
 
     @property
     def client_capabilities(self) -> ClientCapabilities:
-        return self.session.client_capabilities
+        return self.modern.capabilities if self.modern is not None else self.session.client_capabilities
 
     @property
     def client_info(self) -> Implementation | None:
@@ -374,6 +516,16 @@ class Context:
         await self.request.report_progress(progress, total, message)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        if self.modern is not None:
+            # Stateless era: only at or above the level this request asked for.
+            threshold = self.modern.log_level
+            if level not in _LEVEL_RANK:
+                raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
+            if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
+                return
+            params = LoggingMessageNotificationParams(level=level, data=data, logger=UNSET if logger is None else logger)
+            await self.session.peer.notify("notifications/message", params)
+            return
         await self.session.send_log(level, data, logger=logger)
 
     async def debug(self, message: Any, *, logger: str | None = None) -> None:
@@ -407,7 +559,10 @@ class Context:
             fields["system_prompt"] = system_prompt
         if temperature is not None:
             fields["temperature"] = temperature
-        return await self.session.create_message(CreateMessageRequestParams(**fields))
+        params = CreateMessageRequestParams(**fields)
+        if self.modern is not None:
+            return self.modern.ask(CreateMessageRequest(params=params), "sampling", CreateMessageResult)
+        return await self.session.create_message(params)
 
     async def elicit(self, message: str, schema: Any) -> ElicitResult:
         """Ask the user to fill a form. ``schema`` is a flat object JSON schema
@@ -419,16 +574,42 @@ class Context:
             else {"message": message, "requestedSchema": requested},
             ElicitRequestParams,
         )
+        if self.modern is not None:
+            return self.modern.ask(ElicitRequest(params=params), "elicitation", ElicitResult)
         return await self.session.elicit(params)
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
         """Send the user to a URL (out-of-band interaction; 2025-11-25)."""
         params = ElicitRequestParams(message=message, mode="url", url=url, elicitation_id=elicitation_id)
+        if self.modern is not None:
+            return self.modern.ask(ElicitRequest(params=params), "elicitation.url", ElicitResult)
         return await self.session.elicit(params)
 
     async def list_roots(self) -> list[Root]:
         """The client's roots (needs the roots capability)."""
+        if self.modern is not None:
+            return self.modern.ask(ListRootsRequest(), "roots", ListRootsResult).roots
         return await self.session.list_roots()
+
+
+#: Requests that exist only in the stateless era.
+_MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
+
+
+def _uri(params: Any) -> Any:
+    return params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+
+
+def _wants(wanted: SubscriptionFilter, method: str, params: Any) -> bool:
+    if method == "notifications/tools/list_changed":
+        return wanted.tools_list_changed is True
+    if method == "notifications/prompts/list_changed":
+        return wanted.prompts_list_changed is True
+    if method == "notifications/resources/list_changed":
+        return wanted.resources_list_changed is True
+    if method == "notifications/resources/updated":
+        return wanted.resource_subscriptions is not UNSET and _uri(params) in wanted.resource_subscriptions
+    return False
 
 
 def _elicitation_schema(tp: Any) -> dict[str, Any]:

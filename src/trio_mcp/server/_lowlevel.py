@@ -127,7 +127,7 @@ class LowLevelServer:
     def notify_resource_updated(self, uri: str) -> None:
         """Tell the sessions subscribed to ``uri`` that it changed."""
         for session in list(self.sessions):
-            if uri in session.subscriptions:
+            if session.wants_resource(uri):
                 session.post_nowait("notifications/resources/updated", {"uri": uri})
 
     # ------------------------------------------------------------ lifespan

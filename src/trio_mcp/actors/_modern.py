@@ -1,0 +1,123 @@
+"""Per-request state of the stateless 2026-07-28 era.
+
+There are no server-to-client requests in this era. When a handler asks the
+client for something (sampling, elicitation, roots), the request ends with an
+``InputRequiredResult`` carrying the question; the client answers it and
+retries the same request with ``inputResponses`` and the ``requestState`` it
+was given. The handler then runs again from the start, and this time the
+question is answered from the responses, so the same handler code serves both
+eras: handlers must do the same things up to each question (as any retried
+operation must).
+
+``requestState`` carries the answers of earlier rounds, so a handler that asks
+several questions gets all of them on the last retry. It is opaque to the
+client and authenticated with an HMAC keyed by a per-process secret, so a
+client cannot forge earlier answers through it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol import ClientCapabilities, MissingClientCapability, coerce, has_capability
+
+__all__ = ["ModernRequest", "InputNeeded", "RequestStateError", "required_capabilities"]
+
+T = TypeVar("T")
+_MAC_BYTES = 16
+
+
+class InputNeeded(BaseException):
+    """Unwinds a handler that needs client input (a BaseException so that
+    tool error boundaries, which catch Exception, let it through)."""
+
+    def __init__(self, requests: dict[str, Any], state: str) -> None:
+        super().__init__("client input required")
+        self.requests = requests
+        self.state = state
+
+
+class RequestStateError(ValueError):
+    """A ``requestState`` that this server did not issue, or that was altered."""
+
+
+def required_capabilities(path: str) -> dict[str, Any]:
+    """``"elicitation.url"`` → ``{"elicitation": {"url": {}}}`` (a ClientCapabilities object)."""
+    node: dict[str, Any] = {}
+    root = node
+    for part in path.split("."):
+        node[part] = {}
+        node = node[part]
+    return root
+
+
+def _encode_state(responses: dict[str, Any], secret: bytes) -> str:
+    payload = msgspec.json.encode(responses)
+    mac = hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]
+    return base64.urlsafe_b64encode(mac + payload).decode().rstrip("=")
+
+
+def _decode_state(state: str, secret: bytes) -> dict[str, Any]:
+    try:
+        blob = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4))
+    except (ValueError, TypeError):
+        raise RequestStateError("requestState is not one this server issued") from None
+    mac, payload = blob[:_MAC_BYTES], blob[_MAC_BYTES:]
+    if not hmac.compare_digest(mac, hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]):
+        raise RequestStateError("requestState is not one this server issued (or it was altered)")
+    try:
+        data = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        raise RequestStateError("requestState is corrupt") from None
+    if not isinstance(data, dict):
+        raise RequestStateError("requestState is corrupt")
+    return data
+
+
+class ModernRequest:
+    """What a stateless request carries: version, client capabilities, log
+    level, and the answers to earlier input requests."""
+
+    __slots__ = ("version", "capabilities", "log_level", "_responses", "_asked", "_secret")
+
+    def __init__(
+        self,
+        *,
+        version: str,
+        capabilities: ClientCapabilities,
+        log_level: str | None,
+        input_responses: Any,
+        request_state: Any,
+        secret: bytes,
+    ) -> None:
+        self.version = version
+        self.capabilities = capabilities
+        self.log_level = log_level
+        self._secret = secret
+        self._asked = 0
+        responses: dict[str, Any] = {}
+        if request_state is not UNSET and request_state is not None:
+            responses.update(_decode_state(request_state, secret))
+        if input_responses is not UNSET and input_responses is not None:
+            responses.update(input_responses)
+        self._responses = responses
+
+    def ask(self, request: Any, capability: str, result_type: type[T]) -> T:
+        """The answer to ``request`` if the client already gave it, else
+        raise :class:`InputNeeded` to end this round with the question."""
+        if not has_capability(self.capabilities, capability.split(".")):
+            raise MissingClientCapability(
+                f"The request did not declare the client capability {capability!r} that this handler needs",
+                data={"requiredCapabilities": required_capabilities(capability)},
+            )
+        self._asked += 1
+        key = f"{capability.split('.')[0]}-{self._asked}"
+        if key in self._responses:
+            return coerce(self._responses[key], result_type)
+        raise InputNeeded({key: request}, _encode_state(self._responses, self._secret))
