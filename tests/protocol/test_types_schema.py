@@ -1136,13 +1136,64 @@ _TYPES: list[Any] = sorted(
 ) + [p.ContentBlock, p.SamplingContent, p.InputRequest, p.Reference]
 
 
-@pytest.mark.parametrize("type_", _TYPES, ids=lambda t: getattr(t, "__name__", str(t)))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=_json | _objects)
-def test_arbitrary_json_decodes_or_fails_cleanly(type_: Any, value: Any) -> None:
+def test_arbitrary_json_decodes_or_fails_cleanly(value: Any) -> None:
+    """Every payload type either decodes a JSON value or raises
+    msgspec.ValidationError / DecodeError, from bytes and from builtins."""
     raw = Raw(json.dumps(value).encode())
-    for payload in (raw, value):
+    for type_ in _TYPES:
+        for payload in (raw, value):
+            try:
+                coerce(payload, type_)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                pass
+            except Exception as exc:
+                raise AssertionError(f"{type_!r} raised {exc!r}") from exc
+
+
+def _fixture_documents() -> list[tuple[Any, Any]]:
+    docs = []
+    for version in (V2025_11_25, V2026_07_28):
+        for spec in methods_for(version):
+            for obj in params_variants(spec.method, version).values():
+                docs.append((spec.params_type, msgspec.to_builtins(obj)))
+            if spec.is_request:
+                for obj in result_variants(spec.method, version).values():
+                    docs.append((type(obj), msgspec.to_builtins(obj)))
+    return docs
+
+
+def _mutated(doc: Any) -> st.SearchStrategy[Any]:
+    """``doc`` with one nested value replaced by arbitrary JSON or one key dropped."""
+    if isinstance(doc, dict) and doc:
+        keys = sorted(doc)
+        return st.one_of(
+            st.sampled_from(keys).flatmap(lambda k: _mutated(doc[k]).map(lambda v: {**doc, k: v})),
+            st.sampled_from(keys).map(lambda k: {kk: vv for kk, vv in doc.items() if kk != k}),
+            _json,
+        )
+    if isinstance(doc, list) and doc:
+        return st.one_of(
+            st.integers(0, len(doc) - 1).flatmap(
+                lambda i: _mutated(doc[i]).map(lambda v: [*doc[:i], v, *doc[i + 1 :]])
+            ),
+            _json,
+        )
+    return _json
+
+
+_FIXTURE_DOCUMENTS = _fixture_documents()
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_FIXTURE_DOCUMENTS).flatmap(lambda td: _mutated(td[1]).map(lambda d: (td[0], d))))
+def test_mutated_payloads_decode_or_fail_cleanly(case: tuple[Any, Any]) -> None:
+    type_, value = case
+    for payload in (Raw(json.dumps(value).encode()), value):
         try:
             coerce(payload, type_)
         except (msgspec.ValidationError, msgspec.DecodeError):
             pass
+        except Exception as exc:
+            raise AssertionError(f"{type_!r} raised {exc!r}") from exc
