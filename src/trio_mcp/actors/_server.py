@@ -613,14 +613,25 @@ def _wants(wanted: SubscriptionFilter, method: str, params: Any) -> bool:
 
 
 def _elicitation_schema(tp: Any) -> dict[str, Any]:
+    """A flat elicitation form schema from a Struct / dataclass / TypedDict type."""
     (schema,), components = msgspec.json.schema_components([tp], ref_template="{name}")
     if "$ref" in schema:
         schema = components[schema["$ref"]]
-    props = {}
+    props: dict[str, Any] = {}
     for name, prop in schema.get("properties", {}).items():
         prop = dict(prop)
-        prop.pop("title", None) if "title" in prop and prop["title"] == name else None
-        if "anyOf" in prop or "$ref" in prop:
+        if "$ref" in prop:  # enums are components
+            prop = {**components[prop.pop("$ref")], **prop}
+        if prop.get("title") == name:
+            prop.pop("title")
+        if "enum" in prop and "type" not in prop:
+            values = prop["enum"]
+            if not all(isinstance(v, str) for v in values):
+                raise TypeError(f"elicitation field {name!r}: enum values must be strings")
+            prop["type"] = "string"
+        if prop.get("type") not in ("string", "number", "integer", "boolean") and not (
+            prop.get("type") == "array" and isinstance(prop.get("items"), dict)
+        ):
             raise TypeError(f"elicitation field {name!r} must be a primitive (str, int, float, bool, enum)")
         props[name] = prop
     out: dict[str, Any] = {"type": "object", "properties": props}

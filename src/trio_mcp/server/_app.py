@@ -139,7 +139,7 @@ class MCPServer(LowLevelServer):
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a function as a tool (``@app.tool`` or ``@app.tool(name=...)``)."""
         if fn is None:
-            return lambda f: self._add_tool(f, **options) or f
+            return _registrar(self._add_tool, options)
         self._add_tool(fn)
         return fn
 
@@ -323,7 +323,7 @@ class MCPServer(LowLevelServer):
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a function returning prompt messages (``@app.prompt``)."""
         if fn is None:
-            return lambda f: self._add_prompt(f, **options) or f
+            return _registrar(self._add_prompt, options)
         self._add_prompt(fn)
         return fn
 
@@ -433,6 +433,16 @@ class MCPServer(LowLevelServer):
     def resource_updated(self, uri: str) -> None:
         """Notify subscribers that ``uri`` changed (callable from sync code)."""
         self.notify_resource_updated(uri)
+
+
+def _registrar(add: Callable[..., Any], options: dict[str, Any]) -> Callable[[F], F]:
+    """A decorator registering with ``add(fn, **options)`` that returns ``fn`` itself."""
+
+    def register(fn: F) -> F:
+        add(fn, **options)
+        return fn
+
+    return register
 
 
 def _tool_error(message: str) -> CallToolResult:
