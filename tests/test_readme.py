@@ -1,0 +1,28 @@
+"""The README's example and its first command keep working."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_python_example_runs() -> None:
+    text = (ROOT / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["liftoff", "Hello, world!"]
+
+
+def test_demo_command_shows_a_working_session() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "trio_mcp.cli", "demo", "--calls", "50"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "add(2, 40) -> {'result': 42}" in out.stdout
+    assert "countdown -> liftoff" in out.stdout
+    assert "isError=True" in out.stdout
+    assert "calls/s" in out.stdout
