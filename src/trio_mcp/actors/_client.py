@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 import trio
@@ -22,6 +22,22 @@ from msgspec import UNSET
 from ..protocol import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+    RESULT_INPUT_REQUIRED,
+    CreateMessageRequest,
+    DiscoverResult,
+    ElicitRequest,
+    ListRootsRequest,
+    InputRequiredResult,
+    McpError,
+    SubscriptionFilter,
+    SubscriptionsListenRequestParams,
+    result_type_of,
     CallToolRequestParams,
     CallToolResult,
     ClientCapabilities,
@@ -69,7 +85,7 @@ from ._actor import ExitReason
 from ._peer import InboundRequest, Peer, PeerLimits, ProgressCallback
 from ._server import METHOD_CAPABILITY, _declared
 
-__all__ = ["ClientSession", "open_session", "DEFAULT_CLIENT_INFO"]
+__all__ = ["ClientSession", "open_session", "DEFAULT_CLIENT_INFO", "Era", "ERA_CACHE"]
 
 log = logging.getLogger("trio_mcp.client")
 
@@ -85,6 +101,44 @@ Callback = Callable[[], Awaitable[None]]
 #: The most pages a ``list_all_*`` helper follows before it gives up (a
 #: server returning cursors forever must not hang the caller).
 MAX_PAGES: Final = 10_000
+#: The most input-required rounds one stateless request may take.
+MAX_INPUT_ROUNDS: Final = 16
+#: Seconds the ``server/discover`` probe may take before the client falls
+#: back to ``initialize`` (a server that ignores unknown requests).
+DISCOVER_PROBE_TIMEOUT: Final = 5.0
+
+Era = Literal["auto", "handshake", "modern"]
+
+
+class _EraCache:
+    """Verdicts of era probes, per server key (bounded, oldest evicted)."""
+
+    max_entries = 256
+
+    def __init__(self) -> None:
+        self._verdicts: dict[str, str] = {}
+
+    def get(self, key: str | None) -> str | None:
+        return None if key is None else self._verdicts.get(key)
+
+    def set(self, key: str | None, era: str) -> None:
+        if key is None:
+            return
+        self._verdicts.pop(key, None)
+        if len(self._verdicts) >= self.max_entries:
+            self._verdicts.pop(next(iter(self._verdicts)))
+        self._verdicts[key] = era
+
+    def forget(self, key: str | None) -> None:
+        if key is not None:
+            self._verdicts.pop(key, None)
+
+    def clear(self) -> None:
+        self._verdicts.clear()
+
+
+#: Era verdicts shared by every client in this process.
+ERA_CACHE: Final = _EraCache()
 
 
 class ClientSession:
@@ -97,6 +151,8 @@ class ClientSession:
         *,
         client_info: Implementation = DEFAULT_CLIENT_INFO,
         protocol_version: str = LATEST_HANDSHAKE_VERSION,
+        era: Era = "handshake",
+        server_key: str | None = None,
         sampling_handler: SamplingHandler | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         elicitation_modes: Sequence[str] = ("form", "url"),
@@ -112,6 +168,17 @@ class ClientSession:
     ) -> None:
         if protocol_version not in HANDSHAKE_VERSIONS:
             raise ValueError(f"protocol_version must be one of {HANDSHAKE_VERSIONS}")
+        if era not in ("auto", "handshake", "modern"):
+            raise ValueError("era must be 'auto', 'handshake' or 'modern'")
+        self.era_setting: Era = era
+        self.server_key = server_key
+        #: "handshake" or "modern" once connected.
+        self.era: str | None = None
+        self._log_level: str | None = None
+        self._listen_scope: trio.CancelScope | None = None
+        self._listen_filter = SubscriptionFilter()
+        self._modern_subscriptions: set[str] = set()
+        self._nursery: trio.Nursery | None = None
         self.name = name
         self.peer = Peer(stream, self, limits=limits, name=name)
         self.client_info = client_info
@@ -146,15 +213,79 @@ class ClientSession:
 
     async def run(self, *, task_status: trio.TaskStatus[ClientSession] = trio.TASK_STATUS_IGNORED) -> ExitReason:
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             await nursery.start(self.peer.run)
             try:
-                await self._initialize()
+                await self._connect()
             except BaseException:
                 await self.peer.aclose()
                 raise
             task_status.started(self)
             await self.peer.wait_stopped()
+            nursery.cancel_scope.cancel()
         return ExitReason("closed", "session ended")
+
+    async def _connect(self) -> None:
+        """Pick the era: pinned, cached, or probed with ``server/discover``
+        (falling back to ``initialize`` on anything but a modern answer)."""
+        era = self.era_setting
+        if era == "auto":
+            era = ERA_CACHE.get(self.server_key) or "auto"
+        if era == "handshake":
+            await self._initialize()
+        elif era == "modern":
+            if not await self._discover(strict=self.era_setting == "modern"):
+                ERA_CACHE.forget(self.server_key)  # cached verdict went stale: probe again
+                if await self._discover(strict=False) is False:
+                    await self._initialize()
+        elif await self._discover(strict=False):
+            pass
+        else:
+            await self._initialize()
+        ERA_CACHE.set(self.server_key, self.era or "handshake")
+
+    def _modern_meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            META_PROTOCOL_VERSION: self.protocol_version or MODERN_VERSIONS[-1],
+            META_CLIENT_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
+            META_CLIENT_INFO: msgspec.to_builtins(self.client_info),
+        }
+        if self._log_level is not None:
+            meta[META_LOG_LEVEL] = self._log_level
+        if extra:
+            meta.update(extra)
+        return meta
+
+    async def _discover(self, *, strict: bool) -> bool:
+        """Probe; True when the server answered as a modern server."""
+        params = {"_meta": self._modern_meta({META_PROTOCOL_VERSION: MODERN_VERSIONS[-1]})}
+        try:
+            with trio.fail_after(DISCOVER_PROBE_TIMEOUT):
+                raw = await self.peer.request("server/discover", params)
+            result = coerce(raw, DiscoverResult)
+        except (McpError, msgspec.ValidationError, msgspec.DecodeError, trio.TooSlowError) as exc:
+            if strict:
+                raise UnsupportedProtocolVersion(f"the server does not speak the stateless era: {exc}") from None
+            return False
+        common = [v for v in MODERN_VERSIONS if v in result.supported_versions]
+        if not common:
+            if strict:
+                raise UnsupportedProtocolVersion(
+                    f"the server supports {result.supported_versions}; this client speaks {list(MODERN_VERSIONS)}",
+                    data={"supported": list(MODERN_VERSIONS), "requested": result.supported_versions},
+                )
+            return False
+        self.era = "modern"
+        self.protocol_version = common[-1]
+        self.server_capabilities = result.capabilities
+        self.instructions = None if result.instructions is UNSET else result.instructions
+        info = result.meta.get(META_SERVER_INFO) if isinstance(result.meta, dict) else None
+        if isinstance(info, dict):
+            try:
+                self.server_info = msgspec.convert(info, Implementation)
+            except msgspec.ValidationError:
+                pass
+        return True
 
     async def _initialize(self) -> None:
         params = InitializeRequestParams(
@@ -171,6 +302,7 @@ class ClientSession:
                 f"this client supports {', '.join(HANDSHAKE_VERSIONS)}",
                 data={"supported": list(HANDSHAKE_VERSIONS), "requested": result.protocol_version},
             )
+        self.era = "handshake"
         self.protocol_version = result.protocol_version
         self.server_info = result.server_info
         self.server_capabilities = result.capabilities
@@ -191,10 +323,55 @@ class ClientSession:
             raise MethodNotFound(
                 f"the server did not declare the {METHOD_CAPABILITY[method]!r} capability needed for {method}"
             )
-        return await self.peer.request(method, params, result_type=result_type, on_progress=on_progress)
+        if self.era != "modern":
+            return await self.peer.request(method, params, result_type=result_type, on_progress=on_progress)
+        return await self._call_modern(method, params, result_type, on_progress)
+
+    async def _call_modern(
+        self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None
+    ) -> Any:
+        """A stateless request: ``_meta`` carries version and capabilities;
+        input-required results are answered by the same handlers as the
+        handshake era's server-to-client requests, then retried."""
+        data = _params_dict(params)
+        for _ in range(MAX_INPUT_ROUNDS):
+            data["_meta"] = self._modern_meta(data.get("_meta"))
+            raw = await self.peer.request(method, data, on_progress=on_progress)
+            if result_type_of(raw) != RESULT_INPUT_REQUIRED:
+                if result_type is None:
+                    return None
+                try:
+                    return coerce(raw, result_type)
+                except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                    raise InvalidParams(f"malformed result for {method}: {exc}") from None
+            need = coerce(raw, InputRequiredResult)
+            responses: dict[str, Any] = {}
+            for key, question in ({} if need.input_requests is UNSET else need.input_requests).items():
+                responses[key] = await self._answer(question)
+            data["inputResponses"] = responses
+            if need.request_state is UNSET:
+                data.pop("requestState", None)
+            else:
+                data["requestState"] = need.request_state
+        raise InvalidParams(f"{method}: more than {MAX_INPUT_ROUNDS} input-required rounds")
+
+    async def _answer(self, question: Any) -> Any:
+        # A tagged InputRequest: the tag is the method it stands for.
+        method = type(question).__struct_config__.tag
+        if isinstance(question, CreateMessageRequest) and self.sampling_handler is not None:
+            return await self.sampling_handler(question.params)
+        if isinstance(question, ElicitRequest) and self.elicitation_handler is not None:
+            return await self.elicitation_handler(question.params)
+        if isinstance(question, ListRootsRequest) and self._roots is not None:
+            return ListRootsResult(roots=list(self._roots))
+        raise MethodNotFound(f"the server asked for {method}, which this client does not offer")
 
     async def ping(self) -> None:
-        await self.peer.request("ping")
+        """Liveness check: ``ping`` (handshake era) or ``server/discover`` (stateless era)."""
+        if self.era == "modern":
+            await self.peer.request("server/discover", {"_meta": self._modern_meta()})
+        else:
+            await self.peer.request("ping")
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         return await self._call("tools/list", _page(cursor), ListToolsResult)
@@ -222,10 +399,63 @@ class ClientSession:
         return await self._call("resources/read", ReadResourceRequestParams(uri=uri), ReadResourceResult)
 
     async def subscribe_resource(self, uri: str) -> None:
+        if self.era == "modern":
+            self._modern_subscriptions.add(uri)
+            await self._relisten()
+            return
         await self._call("resources/subscribe", SubscribeRequestParams(uri=uri), None)
 
     async def unsubscribe_resource(self, uri: str) -> None:
+        if self.era == "modern":
+            self._modern_subscriptions.discard(uri)
+            await self._relisten()
+            return
         await self._call("resources/unsubscribe", UnsubscribeRequestParams(uri=uri), None)
+
+    def _wanted_filter(self) -> SubscriptionFilter:
+        caps = self.server_capabilities
+        return SubscriptionFilter(
+            tools_list_changed=True if self.on_tools_changed is not None and _declared(caps, "tools") else UNSET,
+            prompts_list_changed=True if self.on_prompts_changed is not None and _declared(caps, "prompts") else UNSET,
+            resources_list_changed=True
+            if self.on_resources_changed is not None and _declared(caps, "resources")
+            else UNSET,
+            resource_subscriptions=sorted(self._modern_subscriptions) if self._modern_subscriptions else UNSET,
+        )
+
+    async def _relisten(self) -> None:
+        """(Re)open the ``subscriptions/listen`` stream with the current filter
+        and wait until the server acknowledged it."""
+        if self._listen_scope is not None:
+            self._listen_scope.cancel()
+            self._listen_scope = None
+        wanted = self._wanted_filter()
+        if wanted == SubscriptionFilter() or self._nursery is None:
+            return
+        acknowledged = trio.Event()
+        self._listen_ack = acknowledged
+        scope = trio.CancelScope()
+        self._listen_scope = scope
+
+        async def listen() -> None:
+            with scope:
+                params = SubscriptionsListenRequestParams(notifications=wanted, meta=self._modern_meta())
+                try:
+                    await self.peer.request("subscriptions/listen", params)
+                except McpError as exc:
+                    if not self.peer.closed:
+                        log.warning("%s: subscriptions/listen ended: %s", self.name, exc)
+                finally:
+                    acknowledged.set()
+
+        self._nursery.start_soon(listen)
+        await acknowledged.wait()
+
+    async def open_listen(self) -> None:
+        """Open the notification stream of the stateless era for the
+        callbacks given (list changes) and the subscribed resources."""
+        if self.era == "modern":
+            await self._relisten()
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
         return await self._call("prompts/list", _page(cursor), ListPromptsResult)
@@ -249,6 +479,11 @@ class ClientSession:
         return await self._call("completion/complete", params, CompleteResult)
 
     async def set_logging_level(self, level: str) -> None:
+        """Handshake era: ``logging/setLevel``. Stateless era: every later
+        request carries the level in ``_meta``."""
+        if self.era == "modern":
+            self._log_level = level
+            return
         await self._call("logging/setLevel", SetLevelRequestParams(level=level), None)  # type: ignore[arg-type]
 
     async def list_all_tools(self) -> list[Tool]:
@@ -313,6 +548,11 @@ class ClientSession:
         return False
 
     async def handle_notification(self, method: str, params: Any) -> None:
+        if method == "notifications/subscriptions/acknowledged":
+            ack = getattr(self, "_listen_ack", None)
+            if ack is not None:
+                ack.set()
+            return
         if method == "notifications/message" and self.on_log is not None:
             await self.on_log(coerce(params, LoggingMessageNotificationParams))
         elif method == "notifications/tools/list_changed" and self.on_tools_changed is not None:
@@ -330,6 +570,14 @@ class ClientSession:
 
     def statistics(self) -> Any:
         return self.peer.statistics()
+
+
+def _params_dict(params: Any) -> dict[str, Any]:
+    if params is UNSET or params is None:
+        return {}
+    if isinstance(params, dict):
+        return dict(params)
+    return msgspec.to_builtins(params)
 
 
 def _page(cursor: str | None) -> Any:
