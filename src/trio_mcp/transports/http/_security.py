@@ -1,0 +1,96 @@
+"""DNS-rebinding protection: check ``Host`` and ``Origin`` against allow-lists.
+
+A web page from ``evil.example`` whose name was re-pointed at 127.0.0.1 can
+make a browser talk to a local server; its requests then carry
+``Host: evil.example`` (and an ``Origin`` of that page). A local server that
+answers only the names it is known by is safe from that.
+
+Allow-list entries:
+
+* hosts: ``"localhost"`` (any port) or ``"localhost:8080"`` (that port only);
+  IPv6 literals in brackets, ``"[::1]"``. ``"*"`` allows every host.
+* origins: a host name as above (any scheme, any port) or a full origin
+  ``"https://app.example.com"`` / ``"http://localhost:3000"`` (exact).
+  ``"*"`` allows every origin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+from urllib.parse import urlsplit
+
+__all__ = ["LOCAL_HOSTS", "HostPolicy", "split_host"]
+
+#: The default allow-list: the loopback names, any port.
+LOCAL_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
+
+
+def split_host(value: str) -> tuple[str, str | None]:
+    """``"Host"`` header value -> (lower-case host name, port or None).
+
+    IPv6 literals keep their brackets: ``"[::1]:80"`` -> ``("[::1]", "80")``.
+    """
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return value, None
+        host, rest = value[: end + 1], value[end + 1 :]
+        return host, (rest[1:] if rest.startswith(":") and rest[1:] else None)
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        return value, None
+    if ":" in host:  # a bare IPv6 literal, no port
+        return f"[{value}]", None
+    return host, port or None
+
+
+class HostPolicy:
+    """Decides whether a request's ``Host`` and ``Origin`` are acceptable."""
+
+    def __init__(self, allowed_hosts: Iterable[str], allowed_origins: Iterable[str]) -> None:
+        self._any_host = False
+        self._hosts: set[tuple[str, str | None]] = set()
+        for entry in allowed_hosts:
+            if entry == "*":
+                self._any_host = True
+            else:
+                self._hosts.add(split_host(entry))
+        self._any_origin = False
+        self._origin_hosts: set[str] = set()
+        self._origins: set[str] = set()
+        for entry in allowed_origins:
+            if entry == "*":
+                self._any_origin = True
+            elif "://" in entry:
+                self._origins.add(_normal_origin(entry))
+            else:
+                self._origin_hosts.add(split_host(entry)[0])
+
+    def host_allowed(self, host: str | None) -> bool:
+        if self._any_host:
+            return True
+        if not host:
+            return False
+        name, port = split_host(host)
+        return (name, None) in self._hosts or (port is not None and (name, port) in self._hosts)
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        """A request without ``Origin`` (not from a browser page) is allowed."""
+        if origin is None or self._any_origin:
+            return True
+        normal = _normal_origin(origin)
+        if normal in self._origins:
+            return True
+        try:
+            parts = urlsplit(normal)
+        except ValueError:
+            return False
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return False
+        return split_host(parts.netloc)[0] in self._origin_hosts
+
+
+def _normal_origin(value: str) -> str:
+    return value.strip().lower().rstrip("/")

@@ -1,0 +1,1251 @@
+"""The Streamable HTTP server transport (MCP 2025-03-26 .. 2025-11-25).
+
+:class:`StreamableHttpApp` is an ASGI 3 application serving one MCP
+endpoint; :class:`HttpServer` runs it on hypercorn's trio worker.
+
+One endpoint, three methods:
+
+* ``POST`` carries one JSON-RPC message (or, in 2025-03-26, a batch).
+  Notifications and responses are accepted with ``202``. Requests are
+  answered on the same HTTP response, as ``application/json`` or as a
+  ``text/event-stream`` on which the handler's own notifications and
+  server-to-client requests travel before the answer (see *Routing*).
+* ``GET`` opens the session's standalone SSE stream for server-initiated
+  messages (one at a time: ``409`` while one is open), or, with
+  ``Last-Event-ID``, resumes a broken stream.
+* ``DELETE`` ends the session.
+
+Sessions
+--------
+``initialize`` creates a session: a :class:`~trio_mcp.server.ServerSession`
+over a per-session :class:`MessageStream` (:class:`HttpSessionStream`); its
+id comes back in ``Mcp-Session-Id`` and every later request must carry it
+(``400`` without, ``404`` once it is unknown or ended: the client then
+initializes again). ``MCP-Protocol-Version`` is checked on every later
+request (``400`` for a version this server does not speak; absent means
+the negotiated one). Stateless requests of the 2026-07-28 era (version in
+the header or in ``_meta``, no session id) are served by a fresh session
+that lives as long as that one POST.
+
+Routing (server to client)
+--------------------------
+The session's ``send`` routes every message:
+
+* a response goes to the POST that carried its request;
+* a request or notification sent while a request handler runs (the peer
+  sets :data:`~trio_mcp.transports.RELATED_REQUEST`) goes on that request's
+  POST stream, which becomes an SSE stream if it was not one yet;
+* anything else, or a related message whose POST is answered as JSON, goes
+  to the standalone (GET) stream.
+
+Response format: with ``json_response=None`` (the default, *auto*) a POST is
+answered as JSON when the answer comes first, and upgraded to SSE when a
+related message comes first (if the client accepts SSE); ``True`` always
+answers JSON (related messages go to the GET stream); ``False`` always
+answers SSE.
+
+Buffering and bounds (all in :class:`HttpServerSettings`)
+---------------------------------------------------------
+* POST bodies enter the session through a bounded queue
+  (``inbound_queue``); a POST that cannot enqueue within
+  ``enqueue_timeout`` gets ``503``.
+* Each SSE connection has a bounded event queue (``sse_buffer``). A
+  ``send`` waits for room at most ``write_timeout``; a client that reads
+  too slowly loses its connection (it resumes from the event store), it
+  never blocks the session for longer.
+* Every event of an SSE stream is stored first in the :class:`EventStore`
+  (bounded; default :class:`MemoryEventStore`), which gives it its id.
+  A GET with ``Last-Event-ID`` replays what followed on that stream and
+  then carries on live if the stream is still open (a POST stream whose
+  connection broke keeps collecting its handler's messages and its answer).
+* Without a GET stream: messages for the standalone stream wait in a
+  bounded backlog (``standalone_backlog``, oldest dropped first and
+  counted) until the first GET stream opens, which receives them. Once a
+  GET stream has been open and is gone, messages are kept only in the event
+  store, for a resumption with ``Last-Event-ID``; a fresh GET (no
+  ``Last-Event-ID``) starts a new stream. Without an event store they are
+  dropped and counted (``statistics().messages_dropped``).
+
+Shutdown: closing the app (``aclose`` / cancelling ``run``) ends every
+session and every SSE stream at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final, Literal
+
+import attrs
+import msgspec
+import trio
+from msgspec import UNSET, Struct
+
+from ...protocol import (
+    HANDSHAKE_VERSIONS,
+    META_PROTOCOL_VERSION,
+    MODERN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    V2025_03_26,
+    V2025_11_25,
+    ErrorResponse,
+    Frame,
+    InternalError,
+    InvalidMessage,
+    InvalidRequest,
+    McpError,
+    Notification,
+    ParseError,
+    Request,
+    Response,
+    coerce,
+    decode,
+    encode,
+    error_response,
+)
+from .._base import RELATED_REQUEST, TransportClosed
+from ._eventstore import EventStore, MemoryEventStore, StoredEvent
+from ._security import LOCAL_HOSTS, HostPolicy
+from ._sse import PING, format_event, format_retry
+
+__all__ = [
+    "StreamableHttpApp",
+    "HttpServer",
+    "HttpServerSettings",
+    "HttpServerInfo",
+    "HttpSessionStream",
+    "HttpServerStatistics",
+]
+
+log = logging.getLogger("trio_mcp.http.server")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+SESSION_HEADER: Final = "mcp-session-id"
+VERSION_HEADER: Final = "mcp-protocol-version"
+LAST_EVENT_HEADER: Final = "last-event-id"
+
+_DEFAULT_STORE: Final = "memory"
+
+
+def _tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class HttpServerSettings:
+    """Every option and bound of the Streamable HTTP server, named."""
+
+    #: The MCP endpoint.
+    path: str = "/mcp"
+    #: ``None``: JSON unless a related message needs SSE; ``True``: always
+    #: JSON; ``False``: always SSE (when the client accepts it).
+    json_response: bool | None = None
+    #: Largest POST body, in bytes (``413`` above).
+    max_body_size: int = 4 << 20
+    #: Check ``Host`` and ``Origin`` (DNS-rebinding protection).
+    dns_rebinding_protection: bool = True
+    #: Host names (``"name"`` any port, ``"name:port"``) the server answers to.
+    allowed_hosts: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=_tuple)
+    #: Origins allowed in browser requests (host names or full origins).
+    allowed_origins: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=_tuple)
+    #: Sessions alive at once; ``initialize`` beyond it gets ``503``.
+    max_sessions: int = 1024
+    #: Seconds a session may stay without any request or open stream
+    #: before it is ended (``None``: never).
+    session_idle_timeout: float | None = 3600.0
+    #: Frames (POST bodies) waiting for the session's peer.
+    inbound_queue: int = 64
+    #: Seconds a POST may wait for room in that queue (``503`` after).
+    enqueue_timeout: float = 10.0
+    #: Events queued for one SSE connection.
+    sse_buffer: int = 64
+    #: Seconds one write to a client, or one wait for room in its queue,
+    #: may take before that connection is dropped (the client resumes).
+    write_timeout: float = 10.0
+    #: Messages kept for the first GET stream of a session (oldest dropped).
+    standalone_backlog: int = 256
+    #: Seconds between keep-alive comments on an idle SSE stream.
+    ping_interval: float = 15.0
+    #: Seconds a client should wait before reconnecting (SSE ``retry``).
+    retry_interval: float = 1.0
+    #: Seconds one event-store call may take.
+    store_timeout: float = 5.0
+
+    def __attrs_post_init__(self) -> None:
+        if not self.path.startswith("/"):
+            raise ValueError("path must start with '/'")
+        for name in (
+            "max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "sse_buffer",
+            "write_timeout", "standalone_backlog", "ping_interval", "retry_interval", "store_timeout",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"HttpServerSettings.{name} must be positive")
+        if self.session_idle_timeout is not None and self.session_idle_timeout <= 0:
+            raise ValueError("HttpServerSettings.session_idle_timeout must be positive or None")
+
+
+@attrs.frozen
+class HttpServerStatistics:
+    sessions: int
+    sse_connections: int
+    #: Messages nobody could receive (no GET stream and no event store, a
+    #: full backlog, an answer whose POST was gone).
+    messages_dropped: int
+    sessions_created: int
+    sessions_expired: int
+
+
+@attrs.frozen
+class HttpServerInfo:
+    """Where an :class:`HttpServer` listens (``task_status.started`` value)."""
+
+    host: str
+    port: int
+    url: str
+
+
+class _Busy(Exception):
+    """The stream already has a connection (409)."""
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str, *, code: int = -32000, headers: Iterable[tuple[bytes, bytes]] = ()):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.headers = list(headers)
+
+
+# ---------------------------------------------------------------- streams
+
+
+class _Conn:
+    """One HTTP response carrying a stream to the client.
+
+    Items: ``("e", event_id, data)`` for an SSE event, ``("j", messages)`` for
+    the JSON answer of a POST. The producer closes the channel when the
+    stream is complete; ``complete`` tells the consumer it may forget it.
+    """
+
+    __slots__ = ("send", "recv", "sse_ok", "complete")
+
+    def __init__(self, buffer: int, sse_ok: bool) -> None:
+        self.send, self.recv = trio.open_memory_channel[tuple[Any, ...]](buffer)
+        self.sse_ok = sse_ok
+        self.complete = False
+
+
+Mode = Literal["auto", "json", "sse"]
+
+
+class _OutStream:
+    """A logical stream of server-to-client messages: a POST's answer stream
+    or the session's standalone stream. Outlives its HTTP connections."""
+
+    def __init__(
+        self,
+        session: HttpSessionStream,
+        stream_id: str,
+        *,
+        standalone: bool,
+        mode: Mode,
+        pending: Iterable[int | str] = (),
+        batch: bool = False,
+    ) -> None:
+        self.session = session
+        self.id = stream_id
+        self.standalone = standalone
+        self.mode: Mode = mode
+        self.pending: set[int | str] = set(pending)
+        self.batch = batch
+        self.answers: list[Any] = []
+        self.conn: _Conn | None = None
+        self.ever_attached = False
+        self.backlog: deque[bytes] | None = deque() if standalone else None
+        self.done = False
+        self.lock = trio.Lock()
+
+    # ------------------------------------------------------------ producer
+
+    async def deliver(self, message: Any, answers: int | str | None = None) -> bool:
+        """Route ``message`` here; False if this stream cannot carry it (a
+        related message on a JSON-answered POST: the caller reroutes it)."""
+        async with self.lock:
+            if self.done:
+                return False
+            if self.mode != "sse":
+                if answers is None:
+                    conn = self.conn
+                    if self.mode == "auto" and conn is not None and conn.sse_ok:
+                        await self._switch_to_sse()
+                    else:
+                        return False
+                else:
+                    self.answers.append(message)
+                    self.pending.discard(answers)
+                    if not self.pending:
+                        self._finish_json()
+                    return True
+            await self._emit(encode(message))
+            if answers is not None:
+                self.pending.discard(answers)
+                if not self.pending:
+                    self._finish()
+            return True
+
+    async def open_sse(self) -> None:
+        """Start an SSE-mode POST stream (priming event when the version has one)."""
+        async with self.lock:
+            await self._prime()
+
+    async def _switch_to_sse(self) -> None:
+        self.mode = "sse"
+        await self._prime()
+        answers, self.answers = self.answers, []
+        for msg in answers:  # a batch partly answered already
+            await self._emit(encode(msg))
+
+    async def _prime(self) -> None:
+        if self.session.store is not None and self.session.primes:
+            await self._emit(b"")
+
+    async def _emit(self, data: bytes) -> None:
+        session = self.session
+        event_id = None
+        if session.store is not None:
+            event_id = await session.store_event(self.id, data)
+        conn = self.conn
+        if conn is not None:
+            try:
+                with trio.fail_after(session.settings.write_timeout):
+                    await conn.send.send(("e", event_id, data))
+                return
+            except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+                self.detach(conn)
+        elif not self.ever_attached and self.backlog is not None:
+            if data:
+                backlog = self.backlog
+                if len(backlog) >= session.settings.standalone_backlog:
+                    backlog.popleft()
+                    session.dropped()
+                backlog.append(data)
+            return
+        if event_id is None and data:
+            session.dropped()
+
+    def _finish_json(self) -> None:
+        self.done = True
+        self.session.streams.pop(self.id, None)
+        conn = self.conn
+        if conn is None:
+            self.session.dropped(len(self.answers))
+            return
+        conn.complete = True
+        try:
+            conn.send.send_nowait(("j", self.answers))
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            self.session.dropped(len(self.answers))
+        conn.send.close()
+        self.conn = None
+
+    def _finish(self) -> None:
+        self.done = True
+        self.session.streams.pop(self.id, None)
+        conn = self.conn
+        if conn is not None:
+            conn.complete = True
+            conn.send.close()
+            self.conn = None
+
+    # ------------------------------------------------------------ consumer
+
+    async def attach(self, conn: _Conn, *, resume_after: str | None = None) -> list[StoredEvent]:
+        """Give this stream a connection; returns the events to write first
+        (a replay, or the standalone backlog). Raises _Busy (409) when it has
+        one already, except for a resumption: a client resuming says its
+        old connection is dead (the server may not have noticed yet), so
+        the new connection takes over."""
+        session = self.session
+        async with self.lock:
+            if self.done or (self.conn is not None and resume_after is None):
+                raise _Busy
+            if self.conn is not None:
+                self.detach(self.conn)
+            initial: list[StoredEvent] = []
+            if resume_after is not None:
+                if session.store is not None:
+                    initial = await session.events_after(resume_after) or []
+            elif self.standalone:
+                if session.store is not None and session.primes:
+                    initial.append((await session.store_event(self.id, b""), b""))
+                backlog, self.backlog = self.backlog or deque(), None
+                for data in backlog:
+                    eid = await session.store_event(self.id, data) if session.store is not None else None
+                    initial.append((eid, data))  # type: ignore[arg-type]
+            self.conn = conn
+            self.ever_attached = True
+            return initial
+
+    def detach(self, conn: _Conn) -> None:
+        if self.conn is conn:
+            self.conn = None
+        conn.send.close()
+
+    def close(self) -> None:
+        """The session ended: end the connection (its queued items still go out)."""
+        self.done = True
+        conn = self.conn
+        if conn is not None:
+            self.conn = None
+            conn.send.close()
+
+
+# ---------------------------------------------------------------- session
+
+
+class _MetaOnly(Struct):
+    meta: dict[str, Any] = msgspec.field(default_factory=dict, name="_meta")
+
+
+class HttpSessionStream:
+    """The :class:`MessageStream` of one HTTP session, the ServerSession's
+    end. ``receive`` yields the frames of POST bodies; ``send`` routes
+    (see the module documentation)."""
+
+    def __init__(self, app: StreamableHttpApp, session_id: str | None) -> None:
+        self.app = app
+        self.settings = app.settings
+        self.id = session_id
+        self.store: EventStore | None = app.event_store
+        self._tag = secrets.token_hex(6)
+        self._counter = 0
+        self._in_send, self._in_recv = trio.open_memory_channel[Frame](self.settings.inbound_queue)
+        self.awaiting: dict[int | str, _OutStream] = {}
+        self.streams: dict[str, _OutStream] = {}
+        self.standalone = self._new_stream(standalone=True, mode="sse")
+        self.stored_streams: set[str] = set()
+        self.server_session: Any = None
+        self.protocol_version: str | None = None
+        self.init_id: int | str | None = None
+        self.closed = False
+        self.cancel_scope: trio.CancelScope | None = None
+        self.last_active = trio.current_time()
+        self.connections = 0
+
+    def __repr__(self) -> str:
+        return f"<HttpSessionStream {self.id or 'stateless'}>"
+
+    # -------------------------------------------------------------- helpers
+
+    @property
+    def primes(self) -> bool:
+        """Whether SSE streams start with a priming event and a retry hint."""
+        version = self.protocol_version
+        return version is not None and version >= V2025_11_25
+
+    def owns(self, stream_id: str) -> bool:
+        return stream_id.partition(".")[0] == self._tag
+
+    def _new_stream(self, *, standalone: bool, mode: Mode, pending: Iterable[int | str] = (), batch: bool = False) -> _OutStream:
+        self._counter += 1
+        stream = _OutStream(
+            self, f"{self._tag}.{self._counter}", standalone=standalone, mode=mode, pending=pending, batch=batch
+        )
+        self.streams[stream.id] = stream
+        return stream
+
+    def new_post_stream(self, ids: list[int | str], mode: Mode, conn: _Conn, batch: bool) -> _OutStream:
+        stream = self._new_stream(standalone=False, mode=mode, pending=ids, batch=batch)
+        stream.conn = conn
+        stream.ever_attached = True
+        for ident in ids:
+            self.awaiting[ident] = stream
+        return stream
+
+    def abandon(self, stream: _OutStream) -> None:
+        for ident in stream.pending:
+            if self.awaiting.get(ident) is stream:
+                del self.awaiting[ident]
+        stream.close()
+        self.streams.pop(stream.id, None)
+
+    def new_standalone(self) -> _OutStream:
+        old = self.standalone
+        old.close()
+        self.streams.pop(old.id, None)
+        self.app._forget_soon(self, old.id)
+        self.standalone = self._new_stream(standalone=True, mode="sse")
+        return self.standalone
+
+    def dropped(self, count: int = 1) -> None:
+        self.app._dropped += count
+
+    def touch(self) -> None:
+        self.last_active = trio.current_time()
+
+    async def store_event(self, stream_id: str, data: bytes) -> str:
+        assert self.store is not None
+        with trio.fail_after(self.settings.store_timeout):
+            event_id = await self.store.store_event(stream_id, data)
+        self.stored_streams.add(stream_id)
+        return event_id
+
+    async def events_after(self, event_id: str) -> list[StoredEvent] | None:
+        assert self.store is not None
+        with trio.fail_after(self.settings.store_timeout):
+            return await self.store.events_after(event_id)
+
+    async def enqueue(self, frame: Frame) -> int:
+        """Hand a POST body to the session: 0 when queued, else an HTTP status."""
+        if self.closed:
+            return 404
+        self.touch()
+        with trio.move_on_after(self.settings.enqueue_timeout):
+            try:
+                await self._in_send.send(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return 404
+            return 0
+        return 503
+
+    # ------------------------------------------------------- MessageStream
+
+    async def send(self, message: Any) -> None:
+        if self.closed:
+            raise TransportClosed("HTTP session ended")
+        self.touch()
+        kind = type(message)
+        if kind is Response or kind is ErrorResponse:
+            ident = message.id
+            if ident is not None and ident == self.init_id:
+                self._initialize_answered(message)
+            stream = self.awaiting.pop(ident, None) if ident is not None else None
+            if stream is None:
+                self.dropped()
+                return
+            await stream.deliver(message, answers=ident)
+            if kind is ErrorResponse and ident == self.init_id and self.id is not None:
+                self.app._end_session(self, "initialize failed")
+            return
+        related = RELATED_REQUEST.get()
+        if related is not None:
+            stream = self.awaiting.get(related)
+            if stream is not None and await stream.deliver(message):
+                return
+        if self.id is None:  # stateless: there is no standalone stream
+            self.dropped()
+            return
+        await self.standalone.deliver(message)
+
+    def _initialize_answered(self, message: Any) -> None:
+        version = getattr(self.server_session, "protocol_version", None)
+        if version is None and type(message) is Response:
+            try:
+                version = coerce(message.result, _VersionOnly).protocolVersion
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                version = None
+        self.protocol_version = version if isinstance(version, str) else None
+
+    async def receive(self) -> Frame:
+        try:
+            return await self._in_recv.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise trio.EndOfChannel from None
+
+    async def aclose(self) -> None:
+        self.app._end_session(self, "closed by the server session")
+        await trio.lowlevel.checkpoint()
+
+    def _close(self) -> None:
+        """End everything at once (idempotent, never blocks)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._in_send.close()
+        for stream in list(self.streams.values()):
+            stream.close()
+        self.standalone.close()
+        self.streams.clear()
+        self.awaiting.clear()
+
+
+class _VersionOnly(Struct):
+    protocolVersion: Any = None  # noqa: N815 - wire name
+
+
+# -------------------------------------------------------------------- app
+
+
+def _header_map(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _media_types(value: str | None) -> set[str]:
+    if value is None:
+        return {"*/*"}
+    out = set()
+    for part in value.split(","):
+        media, _, params = part.strip().partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            key, _, val = param.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(val)
+                except ValueError:
+                    q = 0.0
+        if q > 0 and media:
+            out.add(media.strip().lower())
+    return out
+
+
+def _accepts(types: set[str], media: str) -> bool:
+    major = media.partition("/")[0]
+    return media in types or f"{major}/*" in types or "*/*" in types
+
+
+def _error_body(code: int, message: str, ident: Any = None) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+
+
+class StreamableHttpApp:
+    """The Streamable HTTP endpoint as an ASGI 3 application.
+
+    ``app`` is a :class:`~trio_mcp.server.LowLevelServer` (or
+    :class:`~trio_mcp.server.MCPServer`) shared by all sessions, or a
+    zero-argument factory returning a fresh one per session.
+
+    Sessions run in the nursery of :meth:`run` (``await
+    nursery.start(app.run)``); when served by a plain ASGI server the app
+    runs itself inside the ASGI lifespan instead.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        settings: HttpServerSettings | None = None,
+        event_store: EventStore | None | str = _DEFAULT_STORE,
+        **options: Any,
+    ) -> None:
+        if settings is None:
+            settings = HttpServerSettings(**options)
+        elif options:
+            settings = attrs.evolve(settings, **options)
+        self.settings = settings
+        if hasattr(app, "start_session") and hasattr(app, "request_handlers"):
+            self._shared: Any = app
+            self._factory: Callable[[], Any] | None = None
+        elif callable(app):
+            self._shared = None
+            self._factory = app
+        else:
+            raise TypeError("app must be a LowLevelServer / MCPServer or a factory returning one")
+        self.event_store: EventStore | None = MemoryEventStore() if event_store == _DEFAULT_STORE else event_store  # type: ignore[assignment]
+        self._policy = HostPolicy(settings.allowed_hosts, settings.allowed_origins)
+        self.sessions: dict[str, HttpSessionStream] = {}
+        self._nursery: trio.Nursery | None = None
+        self._running = False
+        self._closed = False
+        self._stop = trio.Event()
+        self._lifespan_ready = trio.Event()
+        self._dropped = 0
+        self._created = 0
+        self._expired = 0
+        self._sse_connections = 0
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def run(self, *, task_status: trio.TaskStatus[StreamableHttpApp] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host the sessions until :meth:`aclose` (or cancellation)."""
+        if self._running:
+            raise RuntimeError("a StreamableHttpApp runs once at a time")
+        self._running = True
+        try:
+            async with trio.open_nursery() as nursery:
+                if self._shared is not None:
+                    nursery.start_soon(self._hold_lifespan, self._shared)
+                    await self._lifespan_ready.wait()
+                self._nursery = nursery
+                if self.settings.session_idle_timeout is not None:
+                    nursery.start_soon(self._reaper)
+                task_status.started(self)
+                await self._stop.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._closed = True
+            self._nursery = None
+            for session in list(self.sessions.values()):
+                self._end_session(session, "server stopped")
+            self._running = False
+
+    async def _hold_lifespan(self, app: Any) -> None:
+        async with app.running():
+            self._lifespan_ready.set()
+            await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        """End every session and SSE stream, and stop :meth:`run`."""
+        self._closed = True
+        for session in list(self.sessions.values()):
+            self._end_session(session, "server stopped")
+        self._stop.set()
+        await trio.lowlevel.checkpoint()
+
+    def statistics(self) -> HttpServerStatistics:
+        return HttpServerStatistics(
+            sessions=len(self.sessions),
+            sse_connections=self._sse_connections,
+            messages_dropped=self._dropped,
+            sessions_created=self._created,
+            sessions_expired=self._expired,
+        )
+
+    async def terminate_session(self, session_id: str) -> bool:
+        """End a session as if its client had sent DELETE; False if unknown."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return False
+        self._end_session(session, "terminated by the server")
+        await trio.lowlevel.checkpoint()
+        return True
+
+    def _end_session(self, session: HttpSessionStream, reason: str) -> None:
+        if session.id is not None and self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+            log.debug("session %s ended: %s", session.id, reason)
+        session._close()
+        if session.cancel_scope is not None:
+            session.cancel_scope.cancel()
+
+    def _forget_soon(self, session: HttpSessionStream, stream_id: str) -> None:
+        session.stored_streams.discard(stream_id)
+        if self.event_store is not None and self._nursery is not None:
+            self._nursery.start_soon(self._forget, [stream_id])
+
+    async def _forget(self, stream_ids: Iterable[str]) -> None:
+        store = self.event_store
+        if store is None:
+            return
+        with trio.move_on_after(self.settings.store_timeout):
+            for stream_id in stream_ids:
+                await store.forget_stream(stream_id)
+
+    async def _reaper(self) -> None:
+        timeout = self.settings.session_idle_timeout
+        assert timeout is not None
+        while True:
+            await trio.sleep(max(timeout / 4, 0.01))
+            now = trio.current_time()
+            for session in list(self.sessions.values()):
+                if session.connections == 0 and not session.awaiting and now - session.last_active > timeout:
+                    self._expired += 1
+                    self._end_session(session, "idle timeout")
+
+    async def _start_session(self, session_id: str | None) -> HttpSessionStream:
+        nursery = self._nursery
+        if nursery is None or self._closed:
+            raise _HttpError(503, "Server is not running")
+        session = HttpSessionStream(self, session_id)
+        if session_id is not None:
+            self.sessions[session_id] = session
+            self._created += 1
+        try:
+            session.server_session = await nursery.start(self._session_task, session)
+        except BaseException:
+            self._end_session(session, "failed to start")
+            raise
+        return session
+
+    async def _session_task(self, session: HttpSessionStream, *, task_status: trio.TaskStatus[Any]) -> None:
+        from ...actors._server import ServerSession
+
+        try:
+            with trio.CancelScope() as scope:
+                session.cancel_scope = scope
+                if session.closed:
+                    scope.cancel()
+                name = f"http:{(session.id or 'stateless')[:8]}"
+                if self._shared is not None:
+                    app = self._shared
+                    await ServerSession(app, session, limits=app.limits, name=name).run(task_status=task_status)
+                else:
+                    assert self._factory is not None
+                    app = self._factory()
+                    async with app.running():
+                        await ServerSession(app, session, limits=app.limits, name=name).run(task_status=task_status)
+        finally:
+            self._end_session(session, "session finished")
+            stored, session.stored_streams = list(session.stored_streams), set()
+            if stored:
+                with trio.CancelScope(shield=True):
+                    await self._forget(stored)
+
+    # ----------------------------------------------------------------- ASGI
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        # websocket and others: not ours; returning closes them
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        if self._running:  # run() is hosted elsewhere (HttpServer)
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(self.run)
+            except Exception as exc:
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+            await self.aclose()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = _header_map(scope)
+        try:
+            if scope.get("path") != self.settings.path:
+                raise _HttpError(404, "Not found")
+            if self.settings.dns_rebinding_protection:
+                if not self._policy.host_allowed(headers.get("host")):
+                    raise _HttpError(421, "Host not allowed")
+                if not self._policy.origin_allowed(headers.get("origin")):
+                    raise _HttpError(403, "Origin not allowed")
+            method = scope.get("method", "GET")
+            if method == "POST":
+                await self._post(scope, receive, send, headers)
+            elif method == "GET":
+                await self._get(receive, send, headers)
+            elif method == "DELETE":
+                await self._delete(send, headers)
+            else:
+                raise _HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+        except _HttpError as exc:
+            await _respond(send, exc.status, _error_body(exc.code, exc.message), exc.headers)
+
+    # ---------------------------------------------------------------- checks
+
+    def _session_for(self, headers: dict[str, str]) -> HttpSessionStream:
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is None:
+            raise _HttpError(400, "Bad Request: missing Mcp-Session-Id header")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise _HttpError(404, "Session not found")
+        version = headers.get(VERSION_HEADER)
+        if version is not None and version.strip() not in HANDSHAKE_VERSIONS:
+            raise _HttpError(
+                400, f"Bad Request: unsupported MCP-Protocol-Version {version.strip()!r}; "
+                f"supported: {', '.join(HANDSHAKE_VERSIONS)}"
+            )
+        return session
+
+    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
+        limit = self.settings.max_body_size
+        length = headers.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            raise _HttpError(413, f"Payload too large (limit {limit} bytes)")
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            body += message.get("body", b"")
+            if len(body) > limit:
+                raise _HttpError(413, f"Payload too large (limit {limit} bytes)")
+            if not message.get("more_body", False):
+                return bytes(body)
+
+    # ------------------------------------------------------------------ POST
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        ctype = headers.get("content-type", "").partition(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise _HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
+        accepted = _media_types(headers.get("accept"))
+        json_ok = _accepts(accepted, "application/json")
+        sse_ok = _accepts(accepted, "text/event-stream")
+        if not (json_ok or sse_ok):
+            raise _HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
+        try:
+            body = await self._read_body(receive, headers)
+        except _Disconnected:
+            return
+        frame = decode(body)
+        if type(frame) is InvalidMessage:
+            await _respond(send, 400, encode(error_response(frame.id, frame.error)))
+            return
+        batch = type(frame) is list
+        items: list[Any] = frame if batch else [frame]  # type: ignore[assignment, list-item]
+        if batch:
+            bad = [m for m in items if type(m) is InvalidMessage]
+            if bad:
+                await _respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
+                return
+        requests = [m for m in items if type(m) is Request]
+        is_init = any(m.method == "initialize" for m in requests)
+        ephemeral = False
+        if is_init:
+            if batch:
+                raise _HttpError(400, "Invalid Request: initialize must not be part of a batch", code=-32600)
+            if len(self.sessions) >= self.settings.max_sessions:
+                raise _HttpError(503, "Too many sessions")
+            session = await self._start_session(secrets.token_urlsafe(24))
+        elif SESSION_HEADER not in headers and self._stateless_request(headers, requests):
+            if not requests:
+                await _respond(send, 202, b"")
+                return
+            session = await self._start_session(None)
+            session.store = None  # nothing to resume without a session
+            ephemeral = True
+        else:
+            session = self._session_for(headers)
+            if batch and (session.protocol_version or V2025_03_26) > V2025_03_26:
+                raise _HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
+        try:
+            await self._post_session(session, frame, requests, batch, is_init, json_ok, sse_ok, receive, send)
+        finally:
+            if ephemeral:
+                self._end_session(session, "stateless request done")
+
+    def _stateless_request(self, headers: dict[str, str], requests: list[Request]) -> bool:
+        version = headers.get(VERSION_HEADER)
+        if version is not None:
+            return version.strip() in MODERN_VERSIONS
+        if not requests:
+            return False
+        for req in requests:
+            try:
+                meta = coerce(req.params, _MetaOnly).meta
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                return False
+            if meta.get(META_PROTOCOL_VERSION) not in MODERN_VERSIONS:
+                return False
+        return True
+
+    async def _post_session(
+        self,
+        session: HttpSessionStream,
+        frame: Any,
+        requests: list[Request],
+        batch: bool,
+        is_init: bool,
+        json_ok: bool,
+        sse_ok: bool,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        if not requests:
+            status = await session.enqueue(frame)
+            if status:
+                raise _HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
+            await _respond(send, 202, b"", self._session_headers(session))
+            return
+        ids = [r.id for r in requests]
+        if len(set(ids)) != len(ids) or any(i in session.awaiting for i in ids):
+            raise _HttpError(400, "Invalid Request: duplicate request id", code=-32600)
+        setting = self.settings.json_response
+        if setting is True:
+            mode: Mode = "json" if json_ok else "sse"
+        elif setting is False:
+            mode = "sse" if sse_ok else "json"
+        else:
+            mode = "auto" if json_ok else "sse"
+        conn = _Conn(self.settings.sse_buffer, sse_ok)
+        stream = session.new_post_stream(ids, mode, conn, batch)
+        if is_init:
+            session.init_id = requests[0].id
+        try:
+            if mode == "sse":
+                await stream.open_sse()
+            status = await session.enqueue(frame)
+        except BaseException:
+            session.abandon(stream)
+            raise
+        if status:
+            session.abandon(stream)
+            if is_init:
+                self._end_session(session, "initialize not accepted")
+            raise _HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
+        await self._pump(session, stream, conn, [], receive, send, sse_now=mode == "sse")
+        if session.id is None and not conn.complete:
+            # A stateless request whose client went away: nobody can resume it.
+            self._end_session(session, "client went away")
+
+    # ------------------------------------------------------------------- GET
+
+    async def _get(self, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        if not _accepts(_media_types(headers.get("accept")), "text/event-stream"):
+            raise _HttpError(406, "Not Acceptable: the GET stream is text/event-stream")
+        session = self._session_for(headers)
+        conn = _Conn(self.settings.sse_buffer, True)
+        last = headers.get(LAST_EVENT_HEADER)
+        stream: _OutStream | None = None
+        initial: list[StoredEvent] = []
+        store = self.event_store
+        if last is not None and store is not None:
+            last = last.strip()
+            with trio.fail_after(self.settings.store_timeout):
+                stream_id = await store.stream_of(last)
+            if stream_id is not None and session.owns(stream_id):
+                live = session.streams.get(stream_id)
+                if live is not None:
+                    try:
+                        initial = await live.attach(conn, resume_after=last)
+                    except _Busy:
+                        raise _HttpError(409, "Conflict: that stream is already open") from None
+                    stream = live
+                else:
+                    # Finished while disconnected: replay what is left, then end.
+                    initial = await session.events_after(last) or []
+                    conn.complete = True
+                    conn.send.close()
+                    await self._pump(session, None, conn, initial, receive, send, sse_now=True, forget=stream_id)
+                    return
+        if stream is None:
+            current = session.standalone
+            if current.conn is not None:
+                raise _HttpError(409, "Conflict: the session's GET stream is already open")
+            if current.ever_attached:
+                current = session.new_standalone()
+            try:
+                initial = await current.attach(conn)
+            except _Busy:
+                raise _HttpError(409, "Conflict: the session's GET stream is already open") from None
+            stream = current
+        await self._pump(session, stream, conn, initial, receive, send, sse_now=True)
+
+    # ---------------------------------------------------------------- DELETE
+
+    async def _delete(self, send: Send, headers: dict[str, str]) -> None:
+        session = self._session_for(headers)
+        self._end_session(session, "deleted by the client")
+        await _respond(send, 200, b"")
+
+    # ------------------------------------------------------------------ pump
+
+    def _session_headers(self, session: HttpSessionStream) -> list[tuple[bytes, bytes]]:
+        return [] if session.id is None else [(SESSION_HEADER.encode(), session.id.encode())]
+
+    async def _pump(
+        self,
+        session: HttpSessionStream,
+        stream: _OutStream | None,
+        conn: _Conn,
+        initial: list[StoredEvent],
+        receive: Receive,
+        send: Send,
+        *,
+        sse_now: bool,
+        forget: str | None = None,
+    ) -> None:
+        """Write a stream's items to one HTTP response until the stream is
+        complete, the session ends, or the client goes away."""
+        settings = self.settings
+        started = False
+        finished = False
+        session.connections += 1
+
+        async def write(data: bytes, more: bool = True) -> None:
+            with trio.fail_after(settings.write_timeout):
+                await send({"type": "http.response.body", "body": data, "more_body": more})
+
+        async def start_sse() -> None:
+            nonlocal started
+            started = True
+            self._sse_connections += 1
+            await send({
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream"),
+                    (b"cache-control", b"no-cache, no-transform"),
+                    (b"x-accel-buffering", b"no"),
+                    *self._session_headers(session),
+                ],
+            })
+            if session.primes:
+                await write(format_retry(int(settings.retry_interval * 1000)))
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+                try:
+                    if sse_now:
+                        await start_sse()
+                    for event_id, data in initial:
+                        await write(format_event(event_id, data))
+                    while True:
+                        item: tuple[Any, ...] | None = None
+                        with trio.move_on_after(settings.ping_interval if started else math.inf):
+                            try:
+                                item = await conn.recv.receive()
+                            except trio.EndOfChannel:
+                                break
+                        if item is None:
+                            await write(PING)
+                        elif item[0] == "j":
+                            messages = item[1]
+                            body = encode(messages if (stream is not None and stream.batch) else messages[0])
+                            await _respond(send, 200, body, self._session_headers(session))
+                            finished = True
+                            break
+                        else:
+                            if not started:
+                                await start_sse()
+                            await write(format_event(item[1], item[2]))
+                    if started:
+                        await write(b"", more=False)
+                        finished = True
+                    elif not finished:
+                        await _respond(
+                            send, 404, _error_body(-32000, "Session ended before the request was answered"),
+                            self._session_headers(session),
+                        )
+                        finished = True
+                finally:
+                    nursery.cancel_scope.cancel()
+        except trio.TooSlowError:
+            pass  # the client does not read: drop the connection, it can resume
+        finally:
+            session.connections -= 1
+            session.touch()
+            if started:
+                self._sse_connections -= 1
+            if stream is not None:
+                stream.detach(conn)
+            if finished and conn.complete:
+                target = forget if forget is not None else (stream.id if stream is not None and not stream.standalone else None)
+                if target is not None:
+                    self._forget_soon(session, target)
+
+
+class _Disconnected(Exception):
+    pass
+
+
+async def _watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+async def _respond(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    out = [(b"content-length", str(len(body)).encode())]
+    if body:
+        out.append((b"content-type", b"application/json"))
+    out.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+# ----------------------------------------------------------------- server
+
+
+class HttpServer:
+    """An actor serving an MCP app over Streamable HTTP with hypercorn.
+
+    ``await nursery.start(server.run)`` returns an :class:`HttpServerInfo`
+    with the bound port (``port=0`` picks a free one). :meth:`stop` (or
+    cancelling ``run``) ends every session and stream, then the listener.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        path: str = "/mcp",
+        settings: HttpServerSettings | None = None,
+        event_store: EventStore | None | str = _DEFAULT_STORE,
+        graceful_timeout: float = 2.0,
+        **options: Any,
+    ) -> None:
+        if settings is None:
+            if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+                options["allowed_hosts"] = (*LOCAL_HOSTS, f"[{host}]" if ":" in host else host)
+            settings = HttpServerSettings(path=path, **options)
+        elif options or path != "/mcp":
+            settings = attrs.evolve(settings, path=path, **options)
+        self.asgi = StreamableHttpApp(app, settings=settings, event_store=event_store)
+        self.host = host
+        self.port = port
+        self.graceful_timeout = graceful_timeout
+        self.info: HttpServerInfo | None = None
+        self._stop = trio.Event()
+
+    @property
+    def url(self) -> str:
+        if self.info is None:
+            raise RuntimeError("the server is not running yet")
+        return self.info.url
+
+    def stop(self) -> None:
+        """Ask ``run`` to end (graceful; returns at once)."""
+        self._stop.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED) -> None:
+        from hypercorn.config import Config
+        from hypercorn.trio import serve
+
+        config = Config()
+        host = self.host
+        config.bind = [f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"]
+        config.graceful_timeout = self.graceful_timeout
+        config.accesslog = None
+        config.errorlog = logging.getLogger("trio_mcp.http.hypercorn")  # type: ignore[assignment]
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.asgi.run)
+            binds = await nursery.start(_serve, serve, self.asgi, config, self._stop.wait)
+            port = _port_of(binds[0]) if binds else self.port
+            url_host = f"[{host}]" if ":" in host else host
+            self.info = HttpServerInfo(host=host, port=port, url=f"http://{url_host}:{port}{self.asgi.settings.path}")
+            task_status.started(self.info)
+            await self._stop.wait()
+            # Every session and SSE response ends now; hypercorn (triggered
+            # by the same event) then closes its connections within
+            # graceful_timeout. Bound the whole.
+            await self.asgi.aclose()
+            nursery.cancel_scope.deadline = trio.current_time() + self.graceful_timeout + 1.0
+
+    def statistics(self) -> HttpServerStatistics:
+        return self.asgi.statistics()
+
+
+async def _serve(serve: Any, app: Any, config: Any, trigger: Any, *, task_status: trio.TaskStatus[Any]) -> None:
+    await serve(app, config, shutdown_trigger=trigger, task_status=task_status)
+
+
+def _port_of(bind: str) -> int:
+    return int(bind.rpartition(":")[2])
+
+
+# Referenced for the documentation of errors sent on the wire.
+_ = (ParseError, InvalidRequest, InternalError, McpError, SUPPORTED_VERSIONS, UNSET)
