@@ -1,0 +1,452 @@
+"""A client connection that survives its server.
+
+The transport and the session of one connection are supervised together
+(one-for-all: one child that owns both). When the transport drops — the
+server process exits or is killed, stdout closes, garbage arrives, the HTTP or
+WebSocket connection is lost, or the health check times out — every in-flight
+call fails at once with :class:`ConnectionClosed`; the pair restarts with
+backoff, re-initializes, restores what the user set up (resource
+subscriptions, log level, roots), refreshes the tool / prompt / resource
+lists, and publishes events. Calls made while it reconnects wait up to
+``ConnectionSettings.reconnect_wait`` seconds, then fail clearly.
+
+A transport is any actor whose ``run(task_status=...)`` reports a
+:class:`MessageStream` (``StdioTransport``, ``StreamableHttpTransport``, …);
+the connection takes a factory, because each restart needs a fresh one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
+
+import attrs
+import trio
+
+from ..protocol import (
+    CallToolResult,
+    ConnectionClosed,
+    GetPromptResult,
+    McpError,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Root,
+    Tool,
+)
+from ..supervision import (
+    Backoff,
+    ChildSpec,
+    OnStartFailure,
+    Restart,
+    RestartScheduled,
+    StartFailed,
+    Supervisor,
+    SupervisorEscalation,
+)
+from ._actor import ExitReason
+from ._client import ClientSession
+
+__all__ = [
+    "Connection",
+    "ConnectionSettings",
+    "ConnectionEvent",
+    "Connected",
+    "Disconnected",
+    "ReconnectScheduled",
+    "ListsRefreshed",
+    "ConnectionFailed",
+    "HealthCheckFailed",
+    "TransportActor",
+    "TransportFactory",
+]
+
+log = logging.getLogger("trio_mcp.connection")
+
+
+class TransportActor(Protocol):
+    async def run(self, *, task_status: trio.TaskStatus[Any] = ...) -> Any: ...
+
+
+TransportFactory = Callable[[], TransportActor]
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionSettings:
+    """How a connection restarts and checks its server."""
+
+    #: Delay between restarts: exponential with full jitter; the attempt
+    #: counter resets after the connection stayed up ``reset_after`` seconds.
+    backoff: Backoff = Backoff(initial=0.1, maximum=10.0, multiplier=2.0, reset_after=30.0)
+    #: More than ``max_restarts`` restarts within ``max_seconds`` gives up.
+    max_restarts: int = 10
+    max_seconds: float = 60.0
+    #: Attempts of a first start that fails (missing binary, failed handshake)
+    #: before the connection gives up: no crash loop.
+    start_retries: int = 2
+    #: Seconds one start (spawn + handshake + restore) may take.
+    start_timeout: float = 30.0
+    #: Seconds between health pings (None: no health check).
+    ping_interval: float | None = None
+    #: Seconds a health ping may take before the server is restarted.
+    ping_timeout: float = 10.0
+    #: Seconds a call waits for a reconnect before it fails.
+    reconnect_wait: float = 10.0
+    #: Seconds the pair gets to shut down before it is cancelled hard.
+    shutdown_grace: float = 5.0
+    #: Bound of the events channel; when full, the oldest event is dropped.
+    event_buffer: int = 256
+
+
+# ----------------------------------------------------------------- events
+
+
+@attrs.frozen
+class Connected:
+    """The pair is up: initialized and restored."""
+
+    name: str
+    server: str
+    protocol_version: str | None
+    connects: int
+
+
+@attrs.frozen
+class Disconnected:
+    """The pair went down; ``reason`` says why."""
+
+    name: str
+    reason: str
+
+
+@attrs.frozen
+class ReconnectScheduled:
+    """The pair restarts in ``delay`` seconds (attempt ``attempt``)."""
+
+    name: str
+    delay: float
+    attempt: int
+
+
+@attrs.frozen
+class ListsRefreshed:
+    """The server's lists were fetched again (after a connect or a list change)."""
+
+    name: str
+    tools: int
+    prompts: int
+    resources: int
+
+
+@attrs.frozen
+class ConnectionFailed:
+    """The connection gave up (start failures or restart intensity)."""
+
+    name: str
+    reason: str
+
+
+ConnectionEvent = Connected | Disconnected | ReconnectScheduled | ListsRefreshed | ConnectionFailed
+
+
+class HealthCheckFailed(ConnectionClosed):
+    """The server did not answer a health ping in time."""
+
+
+class _Lost(Exception):
+    """The pair's transport or session ended: restart it."""
+
+
+class Connection:
+    """A supervised client connection to one server. ``await nursery.start(conn.run)``
+    returns once the first connect succeeded (or raises its start failure)."""
+
+    def __init__(
+        self,
+        transport: TransportFactory,
+        *,
+        name: str = "server",
+        settings: ConnectionSettings | None = None,
+        roots: Sequence[Root] | None = None,
+        **client_options: Any,
+    ) -> None:
+        self.name = name
+        self.settings = settings or ConnectionSettings()
+        self._factory = transport
+        self._client_options = client_options
+        self._roots: list[Root] | None = list(roots) if roots is not None else None
+        self._subscriptions: set[str] = set()
+        self._log_level: str | None = None
+        self._session: ClientSession | None = None
+        #: Set (and replaced) at every state change: connected, lost, gave up.
+        self._changed = trio.Event()
+        self._failed: str | None = None
+        self._connects = 0
+        self._disconnects = 0
+        self.tools: list[Tool] = []
+        self.prompts: list[Prompt] = []
+        self.resources: list[Resource] = []
+        self.resource_templates: list[ResourceTemplate] = []
+        self._events_send, self._events_recv = trio.open_memory_channel[ConnectionEvent](self.settings.event_buffer)
+        self._events_dropped = 0
+        self._user_tools_changed = client_options.pop("on_tools_changed", None)
+        self._user_prompts_changed = client_options.pop("on_prompts_changed", None)
+        self._user_resources_changed = client_options.pop("on_resources_changed", None)
+
+    # ------------------------------------------------------------------ run
+
+    async def run(self, *, task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> ExitReason:
+        s = self.settings
+        spec = ChildSpec(
+            id=self.name,
+            start=self._pair,
+            restart=Restart.PERMANENT,
+            shutdown_grace=s.shutdown_grace,
+            start_timeout=s.start_timeout,
+            start_retries=s.start_retries,
+            on_start_failure=OnStartFailure.ESCALATE,
+            backoff=s.backoff,
+        )
+        supervisor = Supervisor([spec], max_restarts=s.max_restarts, max_seconds=s.max_seconds)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch, supervisor)
+                await nursery.start(supervisor.run)
+                task_status.started(self)
+        except SupervisorEscalation as exc:
+            reason = _describe(exc.__cause__ or exc)
+            self._give_up(reason)
+            raise ConnectionClosed(f"{self.name}: gave up: {reason}") from exc
+        except BaseExceptionGroup as group:
+            esc = group.subgroup(SupervisorEscalation)
+            if esc is None:
+                raise
+            exc = esc.exceptions[0]
+            reason = _describe(exc.__cause__ or exc)
+            self._give_up(reason)
+            raise ConnectionClosed(f"{self.name}: gave up: {reason}") from None
+        finally:
+            self._give_up(self._failed or "connection closed")
+            self._events_send.close()
+        return ExitReason("closed", "connection closed")
+
+    def _give_up(self, reason: str) -> None:
+        if self._failed is None:
+            self._failed = reason
+            self._emit(ConnectionFailed(self.name, reason))
+        self._state_changed()
+
+    def _state_changed(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def _watch(self, supervisor: Supervisor) -> None:
+        async for event in supervisor.events():
+            if isinstance(event, RestartScheduled):
+                self._emit(ReconnectScheduled(self.name, event.delay, event.attempt))
+            elif isinstance(event, StartFailed):
+                self._emit(Disconnected(self.name, f"start failed: {_describe(event.exc)}"))
+
+    async def _pair(self, *, task_status: trio.TaskStatus[ClientSession] = trio.TASK_STATUS_IGNORED) -> None:
+        """One life of the pair: transport + session, restored. Raises to restart."""
+        session: ClientSession | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                stream = await nursery.start(self._factory().run)
+                session = ClientSession(
+                    stream,
+                    roots=self._roots,
+                    on_tools_changed=self._tools_changed,
+                    on_prompts_changed=self._prompts_changed,
+                    on_resources_changed=self._resources_changed,
+                    name=self.name,
+                    **self._client_options,
+                )
+                await nursery.start(session.run)
+                await self._restore(session)
+                self._connects += 1
+                self._session = session
+                self._state_changed()
+                task_status.started(session)
+                info = session.server_info
+                self._emit(Connected(self.name, info.name if info else "?", session.protocol_version, self._connects))
+                if self.settings.ping_interval is not None:
+                    nursery.start_soon(self._health, session)
+                await session.peer.wait_stopped()
+                raise _Lost(session.peer._closed_reason or "connection lost")
+        except BaseException as exc:
+            if session is not None and self._session is session:
+                self._session = None
+                self._state_changed()
+                self._disconnects += 1
+                self._emit(Disconnected(self.name, _describe(exc)))
+            raise
+
+    async def _restore(self, session: ClientSession) -> None:
+        if self._log_level is not None and session.supports("logging/setLevel"):
+            await session.set_logging_level(self._log_level)
+        for uri in sorted(self._subscriptions):
+            await session.subscribe_resource(uri)
+        await self._refresh(session)
+
+    async def _refresh(self, session: ClientSession) -> None:
+        if session.supports("tools/list"):
+            self.tools = await session.list_all_tools()
+        if session.supports("prompts/list"):
+            self.prompts = await session.list_all_prompts()
+        if session.supports("resources/list"):
+            self.resources = await session.list_all_resources()
+            self.resource_templates = await session.list_all_resource_templates()
+        self._emit(ListsRefreshed(self.name, len(self.tools), len(self.prompts), len(self.resources)))
+
+    async def _health(self, session: ClientSession) -> None:
+        s = self.settings
+        assert s.ping_interval is not None
+        while True:
+            await trio.sleep(s.ping_interval)
+            with trio.move_on_after(s.ping_timeout) as scope:
+                await session.ping()
+            if scope.cancelled_caught:
+                raise HealthCheckFailed(f"{self.name}: no answer to a ping within {s.ping_timeout} s")
+
+    async def _tools_changed(self) -> None:
+        session = self._session
+        if session is not None:
+            self.tools = await session.list_all_tools()
+            self._emit(ListsRefreshed(self.name, len(self.tools), len(self.prompts), len(self.resources)))
+        if self._user_tools_changed is not None:
+            await self._user_tools_changed()
+
+    async def _prompts_changed(self) -> None:
+        session = self._session
+        if session is not None:
+            self.prompts = await session.list_all_prompts()
+            self._emit(ListsRefreshed(self.name, len(self.tools), len(self.prompts), len(self.resources)))
+        if self._user_prompts_changed is not None:
+            await self._user_prompts_changed()
+
+    async def _resources_changed(self) -> None:
+        session = self._session
+        if session is not None:
+            self.resources = await session.list_all_resources()
+            self._emit(ListsRefreshed(self.name, len(self.tools), len(self.prompts), len(self.resources)))
+        if self._user_resources_changed is not None:
+            await self._user_resources_changed()
+
+    # --------------------------------------------------------------- events
+
+    def _emit(self, event: ConnectionEvent) -> None:
+        try:
+            self._events_send.send_nowait(event)
+        except trio.WouldBlock:
+            # Drop the oldest, keep the newest: supervision never blocks on a reader.
+            try:
+                self._events_recv.receive_nowait()
+            except trio.WouldBlock:
+                pass
+            self._events_dropped += 1
+            try:
+                self._events_send.send_nowait(event)
+            except (trio.WouldBlock, trio.ClosedResourceError):
+                pass
+        except trio.ClosedResourceError:
+            pass
+
+    def events(self) -> trio.MemoryReceiveChannel[ConnectionEvent]:
+        """The connection's events (one shared, bounded channel)."""
+        return self._events_recv
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "connected": self._session is not None,
+            "connects": self._connects,
+            "disconnects": self._disconnects,
+            "events_dropped": self._events_dropped,
+            "failed": self._failed,
+        }
+
+    # -------------------------------------------------------------- sessions
+
+    @property
+    def connected(self) -> bool:
+        return self._session is not None and not self._session.peer.closed
+
+    async def session(self) -> ClientSession:
+        """The live session, waiting up to ``reconnect_wait`` for a reconnect."""
+        with trio.move_on_after(self.settings.reconnect_wait):
+            while True:
+                changed = self._changed
+                if self._failed is not None:
+                    raise ConnectionClosed(f"{self.name}: connection gave up: {self._failed}")
+                session = self._session
+                if session is not None and not session.peer.closed:
+                    return session
+                await changed.wait()
+        raise ConnectionClosed(
+            f"{self.name}: not reconnected within {self.settings.reconnect_wait} s"
+        )
+
+    # ------------------------------------------------- the user-facing calls
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, **options: Any) -> CallToolResult:
+        return await (await self.session()).call_tool(name, arguments, **options)
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        return await (await self.session()).read_resource(uri)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        return await (await self.session()).get_prompt(name, arguments)
+
+    async def complete(self, *args: Any, **kwargs: Any) -> Any:
+        return await (await self.session()).complete(*args, **kwargs)
+
+    async def list_tools(self) -> list[Tool]:
+        self.tools = await (await self.session()).list_all_tools()
+        return self.tools
+
+    async def ping(self) -> None:
+        await (await self.session()).ping()
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Subscribe now and again after every reconnect."""
+        self._subscriptions.add(uri)
+        await (await self.session()).subscribe_resource(uri)
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        self._subscriptions.discard(uri)
+        await (await self.session()).unsubscribe_resource(uri)
+
+    async def set_logging_level(self, level: str) -> None:
+        """Set now and again after every reconnect."""
+        self._log_level = level
+        await (await self.session()).set_logging_level(level)
+
+    async def set_roots(self, roots: Sequence[Root]) -> None:
+        """Replace the roots (kept across reconnects) and tell the server."""
+        if self._roots is None:
+            raise RuntimeError("this connection was opened without roots; pass roots=[...]")
+        self._roots = list(roots)
+        session = self._session
+        if session is not None and not session.peer.closed:
+            try:
+                await session.set_roots(roots)
+            except McpError:
+                pass  # the next connect offers the new roots anyway
+
+    @property
+    def subscriptions(self) -> frozenset[str]:
+        return frozenset(self._subscriptions)
+
+    @property
+    def log_level(self) -> str | None:
+        return self._log_level
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
