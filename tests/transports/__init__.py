@@ -1,0 +1,1 @@
+"""Transport tests: the shared conformance test and per-transport tests."""
