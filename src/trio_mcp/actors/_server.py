@@ -99,6 +99,15 @@ METHOD_CAPABILITY: Final[Mapping[str, str]] = {
     "completion/complete": "completions",
 }
 
+#: Which server capability each server notification needs.
+_NOTIFICATION_CAPABILITY: Final[Mapping[str, str]] = {
+    "notifications/tools/list_changed": "tools.list_changed",
+    "notifications/prompts/list_changed": "prompts.list_changed",
+    "notifications/resources/list_changed": "resources.list_changed",
+    "notifications/resources/updated": "resources.subscribe",
+    "notifications/message": "logging",
+}
+
 #: Requests served before ``notifications/initialized`` arrives.
 _PRE_INITIALIZED: Final = frozenset({"ping", "logging/setLevel"})
 
@@ -160,7 +169,10 @@ class ServerSession:
         self.subscriptions: set[str] = set()
         self._capabilities = app.capabilities()
         self._initialize_answered = False
+        self._early_initialized = False
         self._initialized = False
+        #: Per-session storage for the application (handlers reach it as ``ctx.session.state``).
+        self.state: dict[str, Any] = {}
         self._initialized_event = trio.Event()
         self._listeners: dict[int | str, SubscriptionFilter] = {}
         self._post_send, self._post_recv = trio.open_memory_channel[tuple[str, Any]](self.notification_queue_size)
@@ -339,6 +351,8 @@ class ServerSession:
         self.client_info = params.client_info
         self.client_capabilities = params.capabilities
         self._initialize_answered = True
+        if self._early_initialized:
+            self._mark_initialized()
         info = self.app.info
         instructions = self.app.instructions
         result = InitializeResult(
@@ -360,15 +374,26 @@ class ServerSession:
     def handle_notification_inline(self, method: str, params: Any) -> bool:
         if method == "notifications/initialized":
             if self._initialize_answered:
-                self._initialized = True
-                self._initialized_event.set()
+                self._mark_initialized()
+            else:
+                # Pipelined right behind ``initialize`` (whose handler has not
+                # run yet): honour it once the handshake is answered.
+                self._early_initialized = True
             return True
         return False
 
+    def _mark_initialized(self) -> None:
+        self._initialized = True
+        self._initialized_event.set()
+
     async def handle_notification(self, method: str, params: Any) -> None:
-        handler = getattr(self.app, "handle_notification", None)
+        handler = getattr(self.app, "notification_handlers", {}).get(method)
         if handler is not None:
-            await handler(self, method, params)
+            await handler(self, params)
+            return
+        fallback = getattr(self.app, "handle_notification", None)
+        if fallback is not None:
+            await fallback(self, method, params)
 
     # ----------------------------------------------------- server -> client
 
@@ -410,6 +435,9 @@ class ServerSession:
         """Queue a notification from synchronous code (e.g. a registration):
         to the handshake session once initialized, and to every
         ``subscriptions/listen`` stream whose filter wants it."""
+        gate = _NOTIFICATION_CAPABILITY.get(method)
+        if gate is not None and not _declared(self._capabilities, gate):
+            return  # never announce what this session was not offered
         if self._initialized and (method != "notifications/resources/updated" or _uri(params) in self.subscriptions):
             self._post(method, params)
         for sub_id, wanted in self._listeners.items():

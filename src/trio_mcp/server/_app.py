@@ -133,14 +133,18 @@ class MCPServer(LowLevelServer):
         annotations: ToolAnnotations | None = ...,
         icons: Sequence[Icon] | None = ...,
         structured_output: bool | None = ...,
+        input_schema: dict[str, Any] | None = ...,
         meta: dict[str, Any] | None = ...,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
-        """Register a function as a tool (``@app.tool`` or ``@app.tool(name=...)``)."""
+        """Register a function as a tool (``@app.tool`` or ``@app.tool(name=...)``).
+
+        ``input_schema`` replaces the schema generated from the signature (it is
+        advertised as given; arguments are still validated against the signature)."""
         if fn is None:
             return _registrar(self._add_tool, options)
-        self._add_tool(fn)
+        self._add_tool(fn, **options)
         return fn
 
     def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
@@ -156,16 +160,19 @@ class MCPServer(LowLevelServer):
         annotations: ToolAnnotations | None = None,
         icons: Sequence[Icon] | None = None,
         structured_output: bool | None = None,
+        input_schema: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Tool:
         spec = inspect_function(fn, context_type=Context)
+        if input_schema is not None and input_schema.get("type") != "object":
+            raise TypeError(f"tool {name or fn.__name__!r}: input_schema must have \"type\": \"object\"")
         tool_name = name or fn.__name__
         output = None if structured_output is False else output_schema_for(spec.return_annotation)
         if structured_output is True and output is None:
             raise TypeError(f"tool {tool_name!r}: structured_output=True needs a structured return annotation")
         tool = Tool(
             name=tool_name,
-            input_schema=spec.input_schema,
+            input_schema=spec.input_schema if input_schema is None else input_schema,
             title=_opt(title),
             description=_opt(description or description_of(fn)),
             output_schema=UNSET if output is None else output.schema,
@@ -324,7 +331,7 @@ class MCPServer(LowLevelServer):
         """Register a function returning prompt messages (``@app.prompt``)."""
         if fn is None:
             return _registrar(self._add_prompt, options)
-        self._add_prompt(fn)
+        self._add_prompt(fn, **options)
         return fn
 
     def _add_prompt(

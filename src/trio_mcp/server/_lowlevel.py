@@ -75,6 +75,8 @@ class LowLevelServer:
         )
         self.instructions = instructions
         self.request_handlers: dict[str, RequestHandler] = {}
+        #: ``fn(session, params)`` per client notification method.
+        self.notification_handlers: dict[str, Callable[[ServerSession, Any], Awaitable[None]]] = {}
         self.page_size = page_size
         self.limits = limits
         self.lifespan = lifespan
@@ -91,6 +93,22 @@ class LowLevelServer:
     ) -> None:
         """Serve ``method`` with ``fn(context, params)``; params decoded to ``params_type``."""
         self.request_handlers[method] = RequestHandler(params_type, fn)
+
+    def set_notification_handler(
+        self, method: str, fn: Callable[[ServerSession, Any], Awaitable[None]]
+    ) -> None:
+        """Handle a client notification (e.g. ``notifications/roots/list_changed``)
+        with ``fn(session, params)``; notifications are handled in arrival order."""
+        self.notification_handlers[method] = fn
+
+    def on_notification(self, method: str) -> Callable[[Any], Any]:
+        """Decorator form of :meth:`set_notification_handler`."""
+
+        def register(fn: Any) -> Any:
+            self.set_notification_handler(method, fn)
+            return fn
+
+        return register
 
     def capabilities(self) -> ServerCapabilities:
         """Declared from what is registered."""
