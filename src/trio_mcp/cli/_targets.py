@@ -1,0 +1,119 @@
+"""Turning command-line words into servers to serve and servers to reach."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import trio
+
+from .._util import collapse_groups
+from ..actors._client import ClientSession, open_session
+
+__all__ = ["load_app", "transport_factory", "open_target", "TargetError", "APP_NAMES"]
+
+#: Names a server object is looked up under when ``FILE.py`` names no object.
+APP_NAMES = ("app", "server", "mcp")
+
+
+class TargetError(Exception):
+    """A command-line target that cannot be used; the message says why."""
+
+
+def load_app(spec: str) -> Any:
+    """``path/to/file.py[:obj]`` or ``package.module[:obj]`` → the server object."""
+    where, _, name = spec.partition(":")
+    if where.endswith(".py") or Path(where).is_file():
+        path = Path(where)
+        if not path.is_file():
+            raise TargetError(f"no such file: {where}")
+        module_name = f"_trio_mcp_app_{path.stem}"
+        mod_spec = importlib.util.spec_from_file_location(module_name, path)
+        if mod_spec is None or mod_spec.loader is None:
+            raise TargetError(f"cannot load {where} as a Python module")
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[module_name] = module
+        sys.path.insert(0, str(path.resolve().parent))
+        mod_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise TargetError(f"cannot import {where!r}: {exc}") from None
+    names = [name] if name else list(APP_NAMES)
+    for candidate in names:
+        obj = getattr(module, candidate, None)
+        if obj is not None and hasattr(obj, "request_handlers"):
+            return obj
+    wanted = name or " / ".join(APP_NAMES)
+    raise TargetError(f"{where} defines no MCP server object named {wanted}")
+
+
+def transport_factory(target: Sequence[str], *, headers: dict[str, str] | None = None) -> Callable[[], Any]:
+    """A factory of transport actors for a URL or a stdio command line."""
+    if not target:
+        raise TargetError("no target: give a URL or '-- command args…'")
+    first = target[0]
+    url = urlparse(first)
+    if len(target) == 1 and url.scheme in ("ws", "wss"):
+        from ..transports.websocket import WebSocketTransport
+
+        return lambda: WebSocketTransport(first, headers=headers)
+    if len(target) == 1 and url.scheme in ("http", "https"):
+        if url.path.rstrip("/").endswith("/sse"):
+            from ..transports.sse import SseTransport
+
+            return lambda: SseTransport(first, headers=headers)
+        from ..transports.http import StreamableHttpTransport
+
+        return lambda: StreamableHttpTransport(first, headers=headers)
+    from ..transports.stdio import StdioServerParameters, StdioTransport
+
+    params = StdioServerParameters(command=first, args=tuple(target[1:]), inherit_env=True)
+    return lambda: StdioTransport(params)
+
+
+@asynccontextmanager
+async def open_target(target: Sequence[str], **client_options: Any) -> AsyncIterator[ClientSession]:
+    """An initialized client session with the server ``target`` names."""
+    factory = transport_factory(target)
+    with collapse_groups():
+        async with trio.open_nursery() as nursery:
+            stream = await nursery.start(factory().run)
+            async with open_session(stream, **client_options) as session:
+                yield session
+            nursery.cancel_scope.cancel()
+
+
+async def serve(app: Any, transport: str, *, host: str, port: int, path: str, out: Any = None) -> None:
+    """Serve ``app`` until cancelled (stdio: until stdin closes)."""
+    out = out or sys.stderr
+    if transport == "stdio":
+        from ..transports.stdio import stdio_server_stream
+
+        async with stdio_server_stream() as stream:
+            await app.serve(stream)
+        return
+    with collapse_groups():
+        async with app.running(), trio.open_nursery() as nursery:
+            if transport == "http":
+                from ..transports.http import HttpServer
+
+                info = await nursery.start(HttpServer(app, host=host, port=port, path=path).run)
+            elif transport == "sse":
+                from ..transports.sse import SseServer
+
+                info = await nursery.start(SseServer(app, host=host, port=port).run)
+            elif transport == "ws":
+                from ..transports.websocket import WebSocketServer
+
+                info = await nursery.start(WebSocketServer(app, host=host, port=port, path=path).run)
+            else:
+                raise TargetError(f"unknown transport {transport!r}: stdio, http, sse or ws")
+            print(f"serving {app.info.name} over {transport} at {info.url}", file=out, flush=True)
