@@ -80,6 +80,7 @@ from ..protocol import (
     UnsupportedProtocolVersion,
     coerce,
 )
+from .._util import collapse_groups
 from ..transports import MessageStream
 from ._actor import ExitReason
 from ._peer import InboundRequest, Peer, PeerLimits, ProgressCallback
@@ -595,10 +596,11 @@ def _decode(params: Any, type_: Any, method: str) -> Any:
 async def open_session(stream: MessageStream, **options: Any) -> AsyncIterator[ClientSession]:
     """Run a :class:`ClientSession` over ``stream`` for the ``async with`` body."""
     session = ClientSession(stream, **options)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        try:
-            yield session
-        finally:
-            await session.aclose()
-            nursery.cancel_scope.cancel()
+    with collapse_groups():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.run)
+            try:
+                yield session
+            finally:
+                await session.aclose()
+                nursery.cancel_scope.cancel()

@@ -168,6 +168,10 @@ class ServerSession:
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
         self._capabilities = app.capabilities()
+        #: Gated methods whose capability this session does not declare.
+        self._undeclared = frozenset(
+            m for m, gate in METHOD_CAPABILITY.items() if not _declared(self._capabilities, gate)
+        )
         self._initialize_answered = False
         self._early_initialized = False
         self._initialized = False
@@ -225,9 +229,8 @@ class ServerSession:
         handler = self.app.request_handlers.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
-        gate = METHOD_CAPABILITY.get(method)
-        if gate is not None and not _declared(self._capabilities, gate):
-            raise MethodNotFound(f"Method not found: {method} (capability {gate!r} not declared)")
+        if method in self._undeclared:
+            raise MethodNotFound(f"Method not found: {method} (capability {METHOD_CAPABILITY[method]!r} not declared)")
         try:
             params = coerce(request.params, handler.params_type)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -264,9 +267,8 @@ class ServerSession:
         handler = self.app.request_handlers.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
-        gate = METHOD_CAPABILITY.get(method)
-        if gate is not None and not _declared(self._capabilities, gate):
-            raise MethodNotFound(f"Method not found: {method} (capability {gate!r} not declared)")
+        if method in self._undeclared:
+            raise MethodNotFound(f"Method not found: {method} (capability {METHOD_CAPABILITY[method]!r} not declared)")
         try:
             params = coerce(request.params, handler.params_type)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
