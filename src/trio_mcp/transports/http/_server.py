@@ -176,6 +176,10 @@ class HttpServerSettings:
     retry_interval: float = 1.0
     #: Seconds one event-store call may take.
     store_timeout: float = 5.0
+    #: Seconds a POST stream's events stay in the event store after its
+    #: last event was written: the client may not have received it (a write
+    #: to a dead connection succeeds) and may still resume.
+    completed_stream_retention: float = 30.0
 
     def __attrs_post_init__(self) -> None:
         if not self.path.startswith("/"):
@@ -183,6 +187,7 @@ class HttpServerSettings:
         for name in (
             "max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "sse_buffer",
             "write_timeout", "standalone_backlog", "ping_interval", "retry_interval", "store_timeout",
+            "completed_stream_retention",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"HttpServerSettings.{name} must be positive")
@@ -661,10 +666,14 @@ class StreamableHttpApp:
         self._closed = False
         self._stop = trio.Event()
         self._lifespan_ready = trio.Event()
+        self._retained: deque[tuple[float, HttpSessionStream, str]] = deque()
+        self._retained_wakeup = trio.Event()
         self._dropped = 0
         self._created = 0
         self._expired = 0
         self._sse_connections = 0
+        self._pumps = 0
+        self._pumps_done = trio.Event()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -681,6 +690,7 @@ class StreamableHttpApp:
                 self._nursery = nursery
                 if self.settings.session_idle_timeout is not None:
                     nursery.start_soon(self._reaper)
+                nursery.start_soon(self._janitor)
                 task_status.started(self)
                 await self._stop.wait()
                 nursery.cancel_scope.cancel()
@@ -703,6 +713,13 @@ class StreamableHttpApp:
             self._end_session(session, "server stopped")
         self._stop.set()
         await trio.lowlevel.checkpoint()
+
+    async def wait_responses_done(self) -> None:
+        """After :meth:`aclose`: wait until every streaming response has ended."""
+        if self._pumps == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._pumps_done.wait()
 
     def statistics(self) -> HttpServerStatistics:
         return HttpServerStatistics(
@@ -734,6 +751,28 @@ class StreamableHttpApp:
         session.stored_streams.discard(stream_id)
         if self.event_store is not None and self._nursery is not None:
             self._nursery.start_soon(self._forget, [stream_id])
+
+    def _forget_later(self, session: HttpSessionStream, stream_id: str) -> None:
+        """Forget a completed stream after the retention delay (or with its session)."""
+        if self.event_store is None or stream_id not in session.stored_streams:
+            return
+        deadline = trio.current_time() + self.settings.completed_stream_retention
+        self._retained.append((deadline, session, stream_id))
+        self._retained_wakeup.set()
+
+    async def _janitor(self) -> None:
+        retained = self._retained
+        while True:
+            if not retained:
+                self._retained_wakeup = trio.Event()
+                await self._retained_wakeup.wait()
+                continue
+            deadline, session, stream_id = retained[0]
+            await trio.sleep_until(deadline)
+            retained.popleft()
+            if stream_id in session.stored_streams:
+                session.stored_streams.discard(stream_id)
+                await self._forget([stream_id])
 
     async def _forget(self, stream_ids: Iterable[str]) -> None:
         store = self.event_store
@@ -1069,10 +1108,22 @@ class StreamableHttpApp:
         started = False
         finished = False
         session.connections += 1
+        self._pumps += 1
 
         async def write(data: bytes, more: bool = True) -> None:
             with trio.fail_after(settings.write_timeout):
                 await send({"type": "http.response.body", "body": data, "more_body": more})
+
+        async def last_write(status: int | None, data: bytes) -> None:
+            # Shielded from the disconnect watcher: once the response is
+            # complete the server reports a disconnect while it is still
+            # recycling the connection inside this very send (hypercorn),
+            # and cancelling that would strand the connection.
+            with trio.CancelScope(shield=True), trio.fail_after(settings.write_timeout):
+                if status is None:
+                    await send({"type": "http.response.body", "body": data, "more_body": False})
+                else:
+                    await _respond(send, status, data, self._session_headers(session))
 
         async def start_sse() -> None:
             nonlocal started
@@ -1111,7 +1162,7 @@ class StreamableHttpApp:
                         elif item[0] == "j":
                             messages = item[1]
                             body = encode(messages if (stream is not None and stream.batch) else messages[0])
-                            await _respond(send, 200, body, self._session_headers(session))
+                            await last_write(200, body)
                             finished = True
                             break
                         else:
@@ -1119,13 +1170,10 @@ class StreamableHttpApp:
                                 await start_sse()
                             await write(format_event(item[1], item[2]))
                     if started:
-                        await write(b"", more=False)
+                        await last_write(None, b"")
                         finished = True
                     elif not finished:
-                        await _respond(
-                            send, 404, _error_body(-32000, "Session ended before the request was answered"),
-                            self._session_headers(session),
-                        )
+                        await last_write(404, _error_body(-32000, "Session ended before the request was answered"))
                         finished = True
                 finally:
                     nursery.cancel_scope.cancel()
@@ -1133,6 +1181,9 @@ class StreamableHttpApp:
             pass  # the client does not read: drop the connection, it can resume
         finally:
             session.connections -= 1
+            self._pumps -= 1
+            if self._pumps == 0 and self._closed:
+                self._pumps_done.set()
             session.touch()
             if started:
                 self._sse_connections -= 1
@@ -1141,7 +1192,7 @@ class StreamableHttpApp:
             if finished and conn.complete:
                 target = forget if forget is not None else (stream.id if stream is not None and not stream.standalone else None)
                 if target is not None:
-                    self._forget_soon(session, target)
+                    self._forget_later(session, target)
 
 
 class _Disconnected(Exception):
@@ -1200,6 +1251,7 @@ class HttpServer:
         self.graceful_timeout = graceful_timeout
         self.info: HttpServerInfo | None = None
         self._stop = trio.Event()
+        self._listener_stop = trio.Event()
 
     @property
     def url(self) -> str:
@@ -1223,17 +1275,19 @@ class HttpServer:
         config.errorlog = logging.getLogger("trio_mcp.http.hypercorn")  # type: ignore[assignment]
         async with trio.open_nursery() as nursery:
             await nursery.start(self.asgi.run)
-            binds = await nursery.start(_serve, serve, self.asgi, config, self._stop.wait)
+            binds = await nursery.start(_serve, serve, self.asgi, config, self._listener_stop.wait)
             port = _port_of(binds[0]) if binds else self.port
             url_host = f"[{host}]" if ":" in host else host
             self.info = HttpServerInfo(host=host, port=port, url=f"http://{url_host}:{port}{self.asgi.settings.path}")
             task_status.started(self.info)
             await self._stop.wait()
-            # Every session and SSE response ends now; hypercorn (triggered
-            # by the same event) then closes its connections within
-            # graceful_timeout. Bound the whole.
-            await self.asgi.aclose()
+            # End every session and SSE response first, then stop hypercorn,
+            # which closes its (now idle) connections; all within a bound.
             nursery.cancel_scope.deadline = trio.current_time() + self.graceful_timeout + 1.0
+            await self.asgi.aclose()
+            with trio.move_on_after(self.graceful_timeout / 2):
+                await self.asgi.wait_responses_done()
+            self._listener_stop.set()
 
     def statistics(self) -> HttpServerStatistics:
         return self.asgi.statistics()
