@@ -617,3 +617,87 @@ def test_sse_decoder_line_endings_and_bounds() -> None:
 
     with pytest.raises(SseError):
         decoder.feed(b"data: " + b"x" * 100 + b"\n")
+
+
+# ------------------------------------------- in-process ASGI, virtual time
+
+
+async def asgi_call(
+    app: StreamableHttpApp, method: str, body: bytes = b"", headers: dict[str, str] | None = None,
+    *, block_body_writes: bool = False,
+) -> tuple[int, dict[str, str], bytes]:
+    """One request straight into the ASGI app (no sockets: virtual time works)."""
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": "/mcp",
+        "headers": [(k.encode(), v.encode()) for k, v in {"host": "localhost", **ACCEPT_BOTH, **(headers or {})}.items()],
+    }
+    delivered = False
+    status = 0
+    out_headers: dict[str, str] = {}
+    out = bytearray()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await trio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            out_headers.update({k.decode(): v.decode() for k, v in message["headers"]})
+        else:
+            if block_body_writes and message.get("body"):
+                await trio.sleep_forever()  # a client that stopped reading
+            out.extend(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status, out_headers, bytes(out)
+
+
+async def test_idle_sessions_expire(autojump_clock: trio.testing.MockClock) -> None:
+    asgi = StreamableHttpApp(make_app(), session_idle_timeout=60)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(asgi.run)
+        status, headers, _ = await asgi_call(asgi, "POST", json.dumps(init_message()).encode())
+        assert status == 200
+        sid = headers["mcp-session-id"]
+        ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+        await trio.sleep(50)
+        status, _, _ = await asgi_call(asgi, "POST", ping, {"mcp-session-id": sid})
+        assert status == 200  # and the session is active again
+        await trio.sleep(50)
+        assert sid in asgi.sessions
+        await trio.sleep(30)
+        assert sid not in asgi.sessions
+        assert asgi.statistics().sessions_expired == 1
+        status, _, _ = await asgi_call(asgi, "POST", ping, {"mcp-session-id": sid})
+        assert status == 404
+        await asgi.aclose()
+
+
+async def test_a_client_that_stops_reading_loses_its_stream_not_the_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    app = make_app()
+    asgi = StreamableHttpApp(app, write_timeout=5)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(asgi.run)
+        _, headers, _ = await asgi_call(asgi, "POST", json.dumps(init_message()).encode())
+        sid = headers["mcp-session-id"]
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        assert (await asgi_call(asgi, "POST", note, {"mcp-session-id": sid}))[0] == 202
+        get_headers = {"mcp-session-id": sid, "accept": "text/event-stream"}
+        start = trio.current_time()
+        status, _, _ = await asgi_call(asgi, "GET", headers=get_headers, block_body_writes=True)
+        assert status == 200
+        assert trio.current_time() - start == pytest.approx(5)  # dropped after write_timeout
+        # The session lives on; a new GET stream works.
+        app.add_tool(lambda: "x", name="x")
+        assert asgi.sessions[sid].standalone.conn is None
+        await asgi.aclose()

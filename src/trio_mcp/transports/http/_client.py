@@ -125,6 +125,7 @@ class HttpClientStream:
         #: Set while the GET stream is connected (for tests and monitoring).
         self.get_stream_open = False
         self._get_connected = trio.Event()
+        self._refused_status = 0
         self.reconnects = 0
 
     # ----------------------------------------------------------- internals
@@ -240,25 +241,34 @@ class HttpClientStream:
         self._tasks.start_soon(self._get_task)
 
     async def _post_oneway(self, message: Any) -> None:
-        body = encode(message)
+        request = self._client.build_request(
+            "POST", self.url, content=encode(message), headers=self._headers(post=True)
+        )
         try:
             with trio.fail_after(self.settings.post_timeout):
-                response = await self._client.post(self.url, content=body, headers=self._headers(post=True))
+                response = await self._client.send(request, stream=True)
+                try:
+                    status = response.status_code
+                    body = await self._read_limited(response) if status >= 400 else b""
+                finally:
+                    await response.aclose()
         except trio.TooSlowError:
             raise TransportError(f"POST timed out after {self.settings.post_timeout}s") from None
+        except _TooLarge:
+            body = b"(too large)"
         except httpx.HTTPError as exc:
             failure = TransportError(f"POST failed: {_describe(exc)}")
             self._fail(failure)
             raise failure from None
-        if response.status_code == 404 and self.session_id is not None:
+        if status == 404 and self.session_id is not None:
             failure = TransportError("session expired")
             self._fail(failure)
             raise failure
-        if response.status_code >= 400:
-            # The server refused a notification/response: nothing to answer
-            # on the JSON-RPC level; log it and carry on.
-            log.warning("POST of %s refused: HTTP %d %s", _describe_message(message), response.status_code,
-                        response.text[:200])
+        if status >= 400:
+            # The server refused a notification/response: there is nothing
+            # to answer on the JSON-RPC level; log it and carry on.
+            log.warning("POST of %s refused: HTTP %d %s", _describe_message(message), status,
+                        body[:200].decode("utf-8", "replace"))
 
     async def _request_task(self, message: Any, ids: list[int | str]) -> None:
         expect = set(ids)
@@ -410,9 +420,7 @@ class HttpClientStream:
             self._check_expired(response)
             ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
             if response.status_code != 200 or ctype != "text/event-stream":
-                if response.status_code not in (405,):
-                    log.debug("GET stream refused: HTTP %d", response.status_code)
-                self._last_get_status = response.status_code
+                self._refused_status = response.status_code
                 return None
             if expect is None:
                 self.get_stream_open = True
@@ -424,8 +432,6 @@ class HttpClientStream:
                     self.get_stream_open = False
         finally:
             await response.aclose()
-
-    _last_get_status = 0
 
     async def _get_task(self) -> None:
         decoder = SseDecoder(self.settings.max_message_size)
@@ -443,8 +449,8 @@ class HttpClientStream:
                         return
                 else:
                     if ok is None:
-                        if self._last_get_status != 405:
-                            log.warning("the server refused the GET stream (HTTP %d)", self._last_get_status)
+                        if self._refused_status != 405:  # 405: the server has no GET stream
+                            log.warning("the server refused the GET stream (HTTP %d)", self._refused_status)
                         return
                     attempts = 0 if ok else attempts + 1
                     if attempts > self.settings.max_reconnects:

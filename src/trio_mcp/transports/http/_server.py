@@ -82,23 +82,17 @@ from typing import Any, Final, Literal
 import attrs
 import msgspec
 import trio
-from msgspec import UNSET, Struct
+from msgspec import Struct
 
 from ...protocol import (
     HANDSHAKE_VERSIONS,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
-    SUPPORTED_VERSIONS,
     V2025_03_26,
     V2025_11_25,
     ErrorResponse,
     Frame,
-    InternalError,
     InvalidMessage,
-    InvalidRequest,
-    McpError,
-    Notification,
-    ParseError,
     Request,
     Response,
     coerce,
@@ -248,6 +242,8 @@ class _Conn:
 
 
 Mode = Literal["auto", "json", "sse"]
+#: An event to write: (id or None without an event store, data).
+_Event = tuple["str | None", bytes]
 
 
 class _OutStream:
@@ -323,6 +319,16 @@ class _OutStream:
 
     async def _emit(self, data: bytes) -> None:
         session = self.session
+        if self.conn is None and not self.ever_attached and self.backlog is not None:
+            # The standalone stream before its first GET: keep the message
+            # for it (it is stored, and gets its id, when the GET comes).
+            if data:
+                backlog = self.backlog
+                if len(backlog) >= session.settings.standalone_backlog:
+                    backlog.popleft()
+                    session.dropped()
+                backlog.append(data)
+            return
         event_id = None
         if session.store is not None:
             event_id = await session.store_event(self.id, data)
@@ -334,16 +340,8 @@ class _OutStream:
                 return
             except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
                 self.detach(conn)
-        elif not self.ever_attached and self.backlog is not None:
-            if data:
-                backlog = self.backlog
-                if len(backlog) >= session.settings.standalone_backlog:
-                    backlog.popleft()
-                    session.dropped()
-                backlog.append(data)
-            return
         if event_id is None and data:
-            session.dropped()
+            session.dropped()  # no connection and nothing to resume from
 
     def _finish_json(self) -> None:
         self.done = True
@@ -371,7 +369,7 @@ class _OutStream:
 
     # ------------------------------------------------------------ consumer
 
-    async def attach(self, conn: _Conn, *, resume_after: str | None = None) -> list[StoredEvent]:
+    async def attach(self, conn: _Conn, *, resume_after: str | None = None) -> list[_Event]:
         """Give this stream a connection; returns the events to write first
         (a replay, or the standalone backlog). Raises _Busy (409) when it has
         one already, except for a resumption: a client resuming says its
@@ -383,17 +381,19 @@ class _OutStream:
                 raise _Busy
             if self.conn is not None:
                 self.detach(self.conn)
-            initial: list[StoredEvent] = []
+            initial: list[_Event] = []
             if resume_after is not None:
                 if session.store is not None:
                     initial = await session.events_after(resume_after) or []
             elif self.standalone:
                 if session.store is not None and session.primes:
-                    initial.append((await session.store_event(self.id, b""), b""))
+                    eid = await session.store_event(self.id, b"")
+                    if eid is not None:
+                        initial.append((eid, b""))
                 backlog, self.backlog = self.backlog or deque(), None
                 for data in backlog:
                     eid = await session.store_event(self.id, data) if session.store is not None else None
-                    initial.append((eid, data))  # type: ignore[arg-type]
+                    initial.append((eid, data))
             self.conn = conn
             self.ever_attached = True
             return initial
@@ -495,17 +495,29 @@ class HttpSessionStream:
     def touch(self) -> None:
         self.last_active = trio.current_time()
 
-    async def store_event(self, stream_id: str, data: bytes) -> str:
-        assert self.store is not None
-        with trio.fail_after(self.settings.store_timeout):
-            event_id = await self.store.store_event(stream_id, data)
+    async def store_event(self, stream_id: str, data: bytes) -> str | None:
+        """Store an event; None when the store failed or timed out (the
+        event then goes out without an id: it cannot be resumed)."""
+        store = self.store
+        assert store is not None
+        try:
+            with trio.fail_after(self.settings.store_timeout):
+                event_id = await store.store_event(stream_id, data)
+        except Exception:
+            log.exception("event store: store_event failed")
+            return None
         self.stored_streams.add(stream_id)
         return event_id
 
     async def events_after(self, event_id: str) -> list[StoredEvent] | None:
-        assert self.store is not None
-        with trio.fail_after(self.settings.store_timeout):
-            return await self.store.events_after(event_id)
+        store = self.store
+        assert store is not None
+        try:
+            with trio.fail_after(self.settings.store_timeout):
+                return await store.events_after(event_id)
+        except Exception:
+            log.exception("event store: events_after failed")
+            return None
 
     async def enqueue(self, frame: Frame) -> int:
         """Hand a POST body to the session: 0 when queued, else an HTTP status."""
@@ -658,7 +670,12 @@ class StreamableHttpApp:
             self._factory = app
         else:
             raise TypeError("app must be a LowLevelServer / MCPServer or a factory returning one")
-        self.event_store: EventStore | None = MemoryEventStore() if event_store == _DEFAULT_STORE else event_store  # type: ignore[assignment]
+        if isinstance(event_store, str):
+            if event_store != _DEFAULT_STORE:
+                raise ValueError(f"event_store must be an EventStore, None or {_DEFAULT_STORE!r}")
+            self.event_store: EventStore | None = MemoryEventStore()
+        else:
+            self.event_store = event_store
         self._policy = HostPolicy(settings.allowed_hosts, settings.allowed_origins)
         self.sessions: dict[str, HttpSessionStream] = {}
         self._nursery: trio.Nursery | None = None
@@ -1044,12 +1061,16 @@ class StreamableHttpApp:
         conn = _Conn(self.settings.sse_buffer, True)
         last = headers.get(LAST_EVENT_HEADER)
         stream: _OutStream | None = None
-        initial: list[StoredEvent] = []
+        initial: list[_Event] = []
         store = self.event_store
         if last is not None and store is not None:
             last = last.strip()
-            with trio.fail_after(self.settings.store_timeout):
-                stream_id = await store.stream_of(last)
+            try:
+                with trio.fail_after(self.settings.store_timeout):
+                    stream_id = await store.stream_of(last)
+            except Exception:
+                log.exception("event store: stream_of failed")
+                stream_id = None
             if stream_id is not None and session.owns(stream_id):
                 live = session.streams.get(stream_id)
                 if live is not None:
@@ -1095,7 +1116,7 @@ class StreamableHttpApp:
         session: HttpSessionStream,
         stream: _OutStream | None,
         conn: _Conn,
-        initial: list[StoredEvent],
+        initial: list[_Event],
         receive: Receive,
         send: Send,
         *,
@@ -1129,16 +1150,17 @@ class StreamableHttpApp:
             nonlocal started
             started = True
             self._sse_connections += 1
-            await send({
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/event-stream"),
-                    (b"cache-control", b"no-cache, no-transform"),
-                    (b"x-accel-buffering", b"no"),
-                    *self._session_headers(session),
-                ],
-            })
+            with trio.fail_after(settings.write_timeout):
+                await send({
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"text/event-stream"),
+                        (b"cache-control", b"no-cache, no-transform"),
+                        (b"x-accel-buffering", b"no"),
+                        *self._session_headers(session),
+                    ],
+                })
             if session.primes:
                 await write(format_retry(int(settings.retry_interval * 1000)))
 
@@ -1175,10 +1197,10 @@ class StreamableHttpApp:
                     elif not finished:
                         await last_write(404, _error_body(-32000, "Session ended before the request was answered"))
                         finished = True
+                except trio.TooSlowError:
+                    pass  # the client does not read: drop the connection, it can resume
                 finally:
                     nursery.cancel_scope.cancel()
-        except trio.TooSlowError:
-            pass  # the client does not read: drop the connection, it can resume
         finally:
             session.connections -= 1
             self._pumps -= 1
@@ -1300,6 +1322,3 @@ async def _serve(serve: Any, app: Any, config: Any, trigger: Any, *, task_status
 def _port_of(bind: str) -> int:
     return int(bind.rpartition(":")[2])
 
-
-# Referenced for the documentation of errors sent on the wire.
-_ = (ParseError, InvalidRequest, InternalError, McpError, SUPPORTED_VERSIONS, UNSET)
