@@ -447,10 +447,10 @@ async def odd_server(scope: dict[str, Any], receive: Any, send: Any) -> None:
     ],
 )
 async def test_client_refuses_odd_servers(path: str, message: str) -> None:
-    async with serve_asgi(odd_server) as base:
+    async with serve_asgi(odd_server) as base, trio.open_nursery() as nursery:
+        transport = SseTransport(base + path, endpoint_timeout=0.3)
         with trio.fail_after(TIMEOUT), pytest.raises(TransportError, match=re.escape(message)):
-            async with client_stream(base + path, endpoint_timeout=0.3):
-                pass  # pragma: no cover
+            await nursery.start(transport.run)  # a plain TransportError, not a group
 
 
 async def test_client_copes_with_stray_events() -> None:

@@ -320,9 +320,12 @@ async def test_wrong_path_is_404_and_path_none_accepts_any() -> None:
 async def test_connection_refused_is_a_transport_error() -> None:
     async with serve(make_app()) as server:
         url = server.url
-    with trio.fail_after(TIMEOUT), pytest.raises(TransportError, match="cannot open"):
-        async with client_stream(url):
-            pass  # pragma: no cover
+    async with trio.open_nursery() as nursery:
+        with trio.fail_after(TIMEOUT), pytest.raises(TransportError, match="cannot open"):
+            await nursery.start(WebSocketTransport(url).run)  # a plain TransportError, not a group
+    async with serve(make_app()) as server, trio.open_nursery() as nursery:
+        with trio.fail_after(TIMEOUT), pytest.raises(TransportError, match="HTTP 403"):
+            await nursery.start(WebSocketTransport(server.url, headers={"Origin": "http://evil.example"}).run)
 
 
 def test_settings_are_validated() -> None:
@@ -504,6 +507,30 @@ async def test_close_is_bounded_when_the_other_side_does_not_read() -> None:
             with pytest.raises((TransportError, trio.EndOfChannel)):
                 while True:
                     await client_side.receive()
+
+
+async def test_a_failed_write_breaks_the_connection_for_both_sides() -> None:
+    async with capture_pair() as (client_side, server_side):
+
+        async def refuse(message: str | bytes) -> None:
+            raise RuntimeError("the frame cannot be written")
+
+        server_side._ws.send_message = refuse  # type: ignore[method-assign]
+        await server_side.send(Notification(method="doomed"))
+        with trio.fail_after(TIMEOUT):
+            with pytest.raises(TransportError, match="write failed: RuntimeError"):
+                await server_side.receive()
+            with pytest.raises(TransportError, match="1006"):
+                await client_side.receive()
+        with pytest.raises(TransportError):
+            await server_side.send(Notification(method="after"))
+
+
+async def test_connection_limit_is_503() -> None:
+    async with serve(make_app(), max_connections=1) as server, client_stream(server.url):
+        with trio.fail_after(TIMEOUT), pytest.raises(TransportError, match="HTTP 503: Too many connections"):
+            async with client_stream(server.url):
+                pass  # pragma: no cover
 
 
 # ------------------------------------------------------------ conformance

@@ -8,6 +8,7 @@ Two endpoints:
   server-to-client message then travels as a ``message`` event.
 * ``POST /messages?session_id=<id>`` carries one client-to-server message
   (or a batch), answered ``202 Accepted`` once it is queued for the session.
+  (``sessionId``, the name some servers use, is accepted as well.)
 
 Three pieces:
 
@@ -95,6 +96,7 @@ import attrs
 import httpx
 import trio
 
+from .._util import collapse_groups
 from ..protocol import PARSE_ERROR, Frame, InvalidMessage, decode, encode, error_response
 from ._base import TransportClosed, TransportError
 from .http._security import LOCAL_HOSTS, HostPolicy
@@ -832,20 +834,8 @@ class SseTransport:
         try:
             response = await self._open(client)
             frames_send, frames_recv = trio.open_memory_channel[Frame](self.receive_buffer)
-            async with trio.open_nursery() as nursery:
-                try:
-                    with trio.fail_after(self.endpoint_timeout):
-                        endpoint = await nursery.start(self._read, response, frames_send)
-                except trio.TooSlowError:
-                    raise TransportError(
-                        f"{self.url}: no endpoint event within {self.endpoint_timeout} s"
-                    ) from None
-                stream = self._stream = SseClientStream(self, client, endpoint, frames_recv)
-                task_status.started(stream)
-                try:
-                    await self._wake.wait()
-                finally:
-                    nursery.cancel_scope.cancel()
+            with collapse_groups():  # a start failure comes out as itself
+                await self._serve(response, client, frames_send, frames_recv, task_status)
         finally:
             self._ended = True
             with trio.CancelScope(shield=True), trio.move_on_after(self.close_timeout):
@@ -853,6 +843,27 @@ class SseTransport:
                     await response.aclose()
                 await client.aclose()
             self._stopped.set()
+
+    async def _serve(
+        self,
+        response: httpx.Response,
+        client: httpx.AsyncClient,
+        frames_send: trio.MemorySendChannel[Frame],
+        frames_recv: trio.MemoryReceiveChannel[Frame],
+        task_status: trio.TaskStatus[SseClientStream],
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+            try:
+                with trio.fail_after(self.endpoint_timeout):
+                    endpoint = await nursery.start(self._read, response, frames_send)
+            except trio.TooSlowError:
+                raise TransportError(f"{self.url}: no endpoint event within {self.endpoint_timeout} s") from None
+            stream = self._stream = SseClientStream(self, client, endpoint, frames_recv)
+            task_status.started(stream)
+            try:
+                await self._wake.wait()
+            finally:
+                nursery.cancel_scope.cancel()
 
     async def _open(self, client: httpx.AsyncClient) -> httpx.Response:
         request = client.build_request(

@@ -58,6 +58,7 @@ import attrs
 import trio
 import trio_websocket
 
+from .._util import collapse_groups
 from ..protocol import Frame, decode, encode
 from ._base import TransportClosed, TransportError
 from .http._security import LOCAL_HOSTS, HostPolicy
@@ -170,20 +171,25 @@ class WebSocketStream:
                     except trio_websocket.ConnectionClosed as exc:
                         self._lost(exc.reason)
                         return
+                    except Exception as exc:  # e.g. wsproto refusing a frame in a closing state
+                        log.debug("%s: write failed", self.name, exc_info=True)
+                        self._lost(None, f"WebSocket write failed: {type(exc).__name__}: {exc}")
+                        await self._abort()  # so that the reader sees it too
+                        return
                     self._sent += 1
         finally:
             # Senders still waiting for room learn that nothing will be written.
             self._out_recv.close()
             self._writer_done.set()
 
-    def _lost(self, reason: trio_websocket.CloseReason | None) -> None:
+    def _lost(self, reason: trio_websocket.CloseReason | None, error: str | None = None) -> None:
         """The connection ended (seen by the reader or the writer)."""
         code = reason.code if reason is not None else 1006
         if self.close_code is None:
             self.close_code = code
             self.close_reason = reason.reason if reason is not None else None
         if self._error is None and not self._closing and code != NORMAL_CLOSURE:
-            self._error = _describe_close(reason)
+            self._error = error or _describe_close(reason)
         self._finished.set()
 
     # -------------------------------------------------------- MessageStream
@@ -533,16 +539,17 @@ class WebSocketTransport:
                 stream = self._stream = WebSocketStream(
                     ws, send_buffer=self.send_buffer, close_timeout=self.close_timeout, name=self.name
                 )
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(stream.run_writer)
-                    try:
-                        task_status.started(stream)
-                        started = True
-                        await stream.wait_closed()
-                    finally:
-                        with trio.CancelScope(shield=True):
-                            await stream.aclose()
-                        nursery.cancel_scope.cancel()
+                with collapse_groups():
+                    async with trio.open_nursery() as nursery:
+                        await nursery.start(stream.run_writer)
+                        try:
+                            task_status.started(stream)
+                            started = True
+                            await stream.wait_closed()
+                        finally:
+                            with trio.CancelScope(shield=True):
+                                await stream.aclose()
+                            nursery.cancel_scope.cancel()
         except trio_websocket.ConnectionRejected as exc:
             body = (exc.body or b"").decode("utf-8", "replace").strip()[:200]
             raise TransportError(
