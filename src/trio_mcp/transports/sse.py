@@ -285,7 +285,11 @@ class SseApp:
     sessions. Sessions run in the nursery of :meth:`run` (``await
     nursery.start(sse_app.run)``), which also holds the app's lifespan; when
     served by a plain ASGI server the app runs itself inside the ASGI
-    lifespan instead.
+    lifespan instead (without either, a GET gets ``503``). Under a plain
+    ASGI server the app learns of a shutdown only at ``lifespan.shutdown``,
+    which hypercorn sends after its connections are done: open event
+    streams then last until that server's graceful timeout. :class:`SseServer`
+    ends them first.
     """
 
     def __init__(self, app: Any, *, settings: SseServerSettings | None = None, **options: Any) -> None:
