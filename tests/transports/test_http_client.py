@@ -31,6 +31,7 @@ from trio_mcp.transports.http import (
     HttpServerSettings,
     StreamableHttpApp,
     StreamableHttpTransport,
+    close_sse_stream,
 )
 
 TIMEOUT = 10.0
@@ -436,6 +437,49 @@ async def test_broken_get_stream_is_resumed_with_last_event_id() -> None:
             await changed.wait()
             assert cutter[0].cuts == 1
             assert "new_tool" in {t.name for t in await client.list_all_tools()}
+
+
+async def test_server_closes_the_request_stream_and_the_client_resumes() -> None:
+    """SEP-1699 polling: a handler ends its POST's HTTP response mid-call; the
+    client reconnects (GET + Last-Event-ID, after the retry hint) and gets
+    what was sent meanwhile, the answer included."""
+    app = make_app()
+    closed: list[bool] = []
+
+    @app.tool
+    async def polled(ctx: Context) -> str:
+        closed.append(await close_sse_stream(ctx))
+        await ctx.report_progress(1, 1, "after the close")
+        return "answer after reconnect"
+
+    seen: list[Any] = []
+
+    async def on_progress(progress: float, total: Any, message: Any) -> None:
+        seen.append(message)
+
+    with trio.fail_after(TIMEOUT):
+        async with serving(app) as server, connect(server.url, transport={"open_get_stream": False}) as (client, stream):
+            result = await client.call_tool("polled", on_progress=on_progress)
+            assert result.content[0].text == "answer after reconnect"  # type: ignore[union-attr]
+            assert closed == [True]
+            assert seen == ["after the close"]
+            # Not over Streamable HTTP: a no-op.
+            assert not await close_sse_stream(object())
+
+
+async def test_json_answered_request_stream_cannot_be_closed() -> None:
+    app = make_app()
+    closed: list[bool] = []
+
+    @app.tool
+    async def polled(ctx: Context) -> str:
+        closed.append(await close_sse_stream(ctx))
+        return "json"
+
+    with trio.fail_after(TIMEOUT):
+        async with serving(app, json_response=True) as server, connect(server.url) as (client, _):
+            assert (await client.call_tool("polled")).content[0].text == "json"  # type: ignore[union-attr]
+            assert closed == [False]
 
 
 def test_client_settings_validation() -> None:

@@ -17,6 +17,7 @@ from ._server import (
     HttpServerStatistics,
     HttpSessionStream,
     StreamableHttpApp,
+    close_sse_stream,
 )
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "HttpServerSettings",
     "HttpServerStatistics",
     "HttpSessionStream",
+    "close_sse_stream",
     "StreamableHttpTransport",
     "HttpClientStream",
     "HttpClientSettings",

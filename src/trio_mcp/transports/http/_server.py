@@ -106,6 +106,7 @@ from ._security import LOCAL_HOSTS, HostPolicy
 from ._sse import PING, format_event, format_retry
 
 __all__ = [
+    "close_sse_stream",
     "StreamableHttpApp",
     "HttpServer",
     "HttpServerSettings",
@@ -271,6 +272,7 @@ class _OutStream:
         self.ever_attached = False
         self.backlog: deque[bytes] | None = deque() if standalone else None
         self.done = False
+        self.has_ids = False  # an event with an id was sent: the client can resume
         self.lock = trio.Lock()
 
     # ------------------------------------------------------------ producer
@@ -332,6 +334,8 @@ class _OutStream:
         event_id = None
         if session.store is not None:
             event_id = await session.store_event(self.id, data)
+            if event_id is not None:
+                self.has_ids = True
         conn = self.conn
         if conn is not None:
             try:
@@ -397,6 +401,26 @@ class _OutStream:
             self.conn = conn
             self.ever_attached = True
             return initial
+
+    async def close_connection(self) -> bool:
+        """End the current HTTP response without ending the stream (SEP-1699
+        polling): the client reconnects with ``Last-Event-ID`` after the
+        ``retry`` delay and gets what was sent meanwhile. False when the
+        client could not resume (no event store, a JSON answer, no event id
+        sent yet)."""
+        async with self.lock:
+            if self.done or self.session.store is None:
+                return False
+            if self.mode != "sse":
+                conn = self.conn
+                if not (self.mode == "auto" and conn is not None and conn.sse_ok):
+                    return False
+                await self._switch_to_sse()
+            if not self.has_ids:
+                return False
+            if self.conn is not None:
+                self.detach(self.conn)  # queued events still go out first
+            return True
 
     def detach(self, conn: _Conn) -> None:
         if self.conn is conn:
@@ -560,6 +584,26 @@ class HttpSessionStream:
             self.dropped()
             return
         await self.standalone.deliver(message)
+
+    async def close_sse_stream(self, request_id: int | str | None = None) -> bool:
+        """Close the HTTP connection carrying a request's SSE stream, or the
+        GET stream, without ending the stream itself: the client reconnects
+        (``Last-Event-ID``, after the ``retry`` hint) and receives whatever
+        was sent in between (2025-11-25, SEP-1699 polling).
+
+        ``request_id`` defaults to the request whose handler is calling
+        (:data:`~trio_mcp.transports.RELATED_REQUEST`); with neither, the GET
+        stream's connection is closed. Returns False when the client could
+        not resume that stream (no event store, a JSON answer, ...).
+        """
+        if self.closed:
+            return False
+        if request_id is None:
+            request_id = RELATED_REQUEST.get()
+        if request_id is None:
+            return await self.standalone.close_connection() if self.id is not None else False
+        stream = self.awaiting.get(request_id)
+        return False if stream is None else await stream.close_connection()
 
     def _initialize_answered(self, message: Any) -> None:
         version = getattr(self.server_session, "protocol_version", None)
@@ -1236,6 +1280,21 @@ async def _respond(send: Send, status: int, body: bytes, headers: Iterable[tuple
     out.extend(headers)
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def close_sse_stream(context: Any) -> bool:
+    """From a request handler: close the HTTP connection of this request's
+    SSE stream so that the client reconnects and resumes it (SEP-1699).
+
+    ``context`` is the handler's :class:`~trio_mcp.server.Context`. Returns
+    False (and does nothing) when the session is not served over Streamable
+    HTTP or the client could not resume (see
+    :meth:`HttpSessionStream.close_sse_stream`).
+    """
+    stream = getattr(getattr(getattr(context, "session", None), "peer", None), "stream", None)
+    if not isinstance(stream, HttpSessionStream):
+        return False
+    return await stream.close_sse_stream(context.request_id)
 
 
 # ----------------------------------------------------------------- server
