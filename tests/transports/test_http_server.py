@@ -454,6 +454,27 @@ async def test_get_stream_resumption_replays_missed_events() -> None:
             assert first[0].data == "" and first[0].id not in {e.id for e in events}
 
 
+async def test_a_resuming_connection_takes_the_stream_over() -> None:
+    app = make_app()
+    async with serving(app) as (_, url), http() as client:
+        with trio.fail_after(TIMEOUT):
+            session = await initialize(client, url)
+            get = session.headers(accept="text/event-stream")
+            async with client.stream("GET", url, headers=get) as old:
+                decoder = SseDecoder()
+                await read_events(old, decoder, lambda events: bool(events))
+                # The server still holds the old connection; a plain GET is refused...
+                assert (await client.get(url, headers=get)).status_code == 409
+                # ... a resumption replaces it, and the old one ends.
+                resume = {**get, "last-event-id": decoder.last_event_id or ""}
+                async with client.stream("GET", url, headers=resume) as new:
+                    assert new.status_code == 200
+                    await read_events(old, decoder)  # ends
+                    app.add_tool(lambda: "n", name="n")
+                    events = await read_events(new, SseDecoder(), has_method("notifications/tools/list_changed"))
+                    assert messages(events)[0]["method"] == "notifications/tools/list_changed"
+
+
 async def test_post_stream_resumption_replays_the_answer() -> None:
     app = make_app()
     proceed = trio.Event()
@@ -605,6 +626,13 @@ def test_settings_validation() -> None:
     with pytest.raises(ValueError):
         HttpServerSettings(session_idle_timeout=0)
     assert HttpServerSettings(allowed_hosts="example.com").allowed_hosts == ("example.com",)
+    server = HttpServer(make_app(), settings=HttpServerSettings(path="/rpc"), max_sessions=3)
+    assert (server.asgi.settings.path, server.asgi.settings.max_sessions) == ("/rpc", 3)
+    assert "10.1.2.3" in HttpServer(make_app(), host="10.1.2.3").asgi.settings.allowed_hosts
+    with pytest.raises(ValueError):
+        StreamableHttpApp(make_app(), event_store="redis")
+    with pytest.raises(TypeError):
+        StreamableHttpApp(42)
 
 
 def test_sse_decoder_line_endings_and_bounds() -> None:

@@ -58,6 +58,14 @@ Buffering and bounds (all in :class:`HttpServerSettings`)
   A GET with ``Last-Event-ID`` replays what followed on that stream and
   then carries on live if the stream is still open (a POST stream whose
   connection broke keeps collecting its handler's messages and its answer).
+  A resuming connection takes the stream over from an old one the server
+  has not seen die yet (no ``409`` for a resumption). A completed POST
+  stream stays in the store ``completed_stream_retention`` seconds (a
+  write to a dead connection succeeds: the client may still resume), and
+  a session's streams are forgotten when it ends. SSE streams start with
+  a priming event (an id, no data) and a ``retry`` hint from 2025-11-25
+  on; a handler can end its POST's HTTP response early with
+  :func:`close_sse_stream` (SEP-1699 polling) and the client resumes.
 * Without a GET stream: messages for the standalone stream wait in a
   bounded backlog (``standalone_backlog``, oldest dropped first and
   counted) until the first GET stream opens, which receives them. Once a
@@ -66,8 +74,13 @@ Buffering and bounds (all in :class:`HttpServerSettings`)
   ``Last-Event-ID``) starts a new stream. Without an event store they are
   dropped and counted (``statistics().messages_dropped``).
 
+Security: ``Host`` and ``Origin`` are checked against allow-lists (default:
+the loopback names, any port): ``421`` for a host, ``403`` for an origin
+not allowed. :class:`HttpServer` binds 127.0.0.1 by default.
+
 Shutdown: closing the app (``aclose`` / cancelling ``run``) ends every
-session and every SSE stream at once.
+session and every SSE stream at once; :meth:`HttpServer.stop` then stops
+the listener within ``graceful_timeout``.
 """
 
 from __future__ import annotations
@@ -1306,6 +1319,11 @@ class HttpServer:
     ``await nursery.start(server.run)`` returns an :class:`HttpServerInfo`
     with the bound port (``port=0`` picks a free one). :meth:`stop` (or
     cancelling ``run``) ends every session and stream, then the listener.
+
+    Options are :class:`HttpServerSettings` fields (or ``settings=``).
+    Binding a specific non-loopback address adds it to ``allowed_hosts``;
+    for a wildcard bind (``0.0.0.0``, ``::``) pass ``allowed_hosts`` with
+    the names clients use.
     """
 
     def __init__(
@@ -1324,8 +1342,11 @@ class HttpServer:
             if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
                 options["allowed_hosts"] = (*LOCAL_HOSTS, f"[{host}]" if ":" in host else host)
             settings = HttpServerSettings(path=path, **options)
-        elif options or path != "/mcp":
-            settings = attrs.evolve(settings, path=path, **options)
+        else:
+            if path != "/mcp":
+                options["path"] = path
+            if options:
+                settings = attrs.evolve(settings, **options)
         self.asgi = StreamableHttpApp(app, settings=settings, event_store=event_store)
         self.host = host
         self.port = port
