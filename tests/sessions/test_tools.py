@@ -443,35 +443,34 @@ def mismatch_app() -> MCPServer:
     return app
 
 
-_UNCHECKED_OUTPUT = (
-    "BUG: MCPServer._call_tool / to_tool_result never check a return value against the tool's "
-    "output schema: a mismatching value goes out as non-conforming structuredContent"
-)
-OUTPUT_SCHEMA_BUGS = {
-    "wrong_point": _UNCHECKED_OUTPUT,
-    "wrong_int": _UNCHECKED_OUTPUT,
-    "listed_content": "BUG: output_schema_for gives a bare `-> list` an outputSchema, but "
-    "to_tool_result sends a list holding content blocks as content without structuredContent",
-}
-
-
 @pytest.mark.parametrize("version", [V2025_06_18, "2025-11-25"])
-@pytest.mark.parametrize("tool", list(OUTPUT_SCHEMA_BUGS))
-async def test_results_of_tools_with_an_output_schema_conform_to_it(
-    connect, version: str, tool: str, request: pytest.FixtureRequest
-) -> None:
+@pytest.mark.parametrize("tool", ["wrong_point", "wrong_int"])
+async def test_results_of_tools_with_an_output_schema_conform_to_it(connect, version: str, tool: str) -> None:
     """MCP 2025-06-18+: a tool that declares an outputSchema MUST return
     structured results conforming to it. The wire check validates every
     structuredContent against the listed outputSchema; a value that does not
-    fit must become a tool error instead."""
-    request.applymarker(pytest.mark.xfail(strict=True, reason=OUTPUT_SCHEMA_BUGS[tool]))
+    fit becomes a tool error instead."""
     with trio.fail_after(TIMEOUT):
         async with connect(mismatch_app()) as conn:
             tools = {t.name: t for t in await conn.client.list_all_tools()}
             assert tools[tool].output_schema is not msgspec.UNSET
             result = await conn.client.call_tool(tool)
-            if result.is_error is not True:
-                assert result.structured_content is not msgspec.UNSET, "outputSchema advertised, none sent"
+            assert result.is_error is True
+            assert "does not match its output schema" in result.content[0].text
+            assert result.structured_content is msgspec.UNSET
+
+
+@pytest.mark.parametrize("version", [V2025_06_18, "2025-11-25"])
+async def test_an_untyped_list_promises_no_output_schema(connect, version: str) -> None:
+    """A bare ``-> list`` may hold content blocks: no outputSchema is advertised
+    and the blocks go out as content."""
+    with trio.fail_after(TIMEOUT):
+        async with connect(mismatch_app()) as conn:
+            tools = {t.name: t for t in await conn.client.list_all_tools()}
+            assert tools["listed_content"].output_schema is msgspec.UNSET
+            result = await conn.client.call_tool("listed_content")
+            assert [type(block).__name__ for block in result.content] == ["TextContent", "ImageContent"]
+            assert result.structured_content is msgspec.UNSET
 
 
 async def test_context_is_injected_and_not_part_of_the_schema(connect, version: str) -> None:

@@ -78,6 +78,7 @@ from ..protocol import (
     Tool,
     UnsubscribeRequestParams,
     UnsupportedProtocolVersion,
+    adapt,
     coerce,
 )
 from .._util import collapse_groups
@@ -155,6 +156,7 @@ class ClientSession:
         era: Era = "handshake",
         server_key: str | None = None,
         sampling_handler: SamplingHandler | None = None,
+        sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
         elicitation_modes: Sequence[str] = ("form", "url"),
         roots: Sequence[Root] | None = None,
@@ -185,6 +187,8 @@ class ClientSession:
         self.client_info = client_info
         self.offered_version = protocol_version
         self.sampling_handler = sampling_handler
+        #: Declare ``sampling.tools``: the sampling handler accepts ``tools`` / ``toolChoice``.
+        self.sampling_tools = sampling_tools
         self.elicitation_handler = elicitation_handler
         self.elicitation_modes = tuple(elicitation_modes)
         self._roots: list[Root] | None = list(roots) if roots is not None else None
@@ -204,7 +208,7 @@ class ClientSession:
     def capabilities(self) -> ClientCapabilities:
         caps: dict[str, Any] = {}
         if self.sampling_handler is not None:
-            caps["sampling"] = SamplingCapability()
+            caps["sampling"] = SamplingCapability(tools={} if self.sampling_tools else UNSET)
         if self.elicitation_handler is not None:
             modes = {m: {} for m in self.elicitation_modes}
             caps["elicitation"] = ElicitationCapability(**modes)
@@ -532,15 +536,18 @@ class ClientSession:
 
     async def handle_request(self, request: InboundRequest) -> Any:
         method = request.method
+        version = self.protocol_version or LATEST_HANDSHAKE_VERSION
         if method == "sampling/createMessage" and self.sampling_handler is not None:
             params = _decode(request.params, CreateMessageRequestParams, method)
-            return await self.sampling_handler(params)
+            if params.tools is not UNSET and not self.sampling_tools:
+                raise InvalidParams("this client did not declare sampling.tools: tools in sampling are not allowed")
+            return adapt(await self.sampling_handler(params), version)
         if method == "elicitation/create" and self.elicitation_handler is not None:
             params = _decode(request.params, ElicitRequestParams, method)
             mode = "form" if params.mode is UNSET else params.mode
             if mode not in self.elicitation_modes:
                 raise InvalidParams(f"elicitation mode {mode!r} is not supported by this client")
-            return await self.elicitation_handler(params)
+            return adapt(await self.elicitation_handler(params), version)
         if method == "roots/list" and self._roots is not None:
             return ListRootsResult(roots=list(self._roots))
         raise MethodNotFound(f"Method not found: {method}")

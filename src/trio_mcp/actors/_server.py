@@ -472,6 +472,11 @@ class ServerSession:
 
     async def create_message(self, params: CreateMessageRequestParams) -> CreateMessageResult:
         self._require("sampling", "request sampling")
+        if params.tools is not UNSET or params.tool_choice is not UNSET:
+            if (self.protocol_version or "") < V2025_11_25:
+                raise MissingClientCapability("sampling with tools needs protocol 2025-11-25 or later")
+            self._require("sampling.tools", "offer tools in a sampling request")
+        params = adapt(params, self.protocol_version or LATEST_HANDSHAKE_VERSION)
         return await self.peer.request("sampling/createMessage", params, result_type=CreateMessageResult)
 
     async def elicit(self, params: ElicitRequestParams) -> ElicitResult:
@@ -489,6 +494,10 @@ class ServerSession:
             self._require("elicitation.url", "elicit through a URL")
         elif caps is not UNSET and (caps.form is UNSET and caps.url is not UNSET):
             self._require("elicitation.form", "elicit a form")
+        try:
+            params = adapt(params, self.protocol_version or LATEST_HANDSHAKE_VERSION)
+        except ValueError as exc:
+            raise MissingClientCapability(str(exc)) from None
         return await self.peer.request("elicitation/create", params, result_type=ElicitResult)
 
     async def list_roots(self) -> list[Root]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 import attrs
+import msgspec
 from msgspec import UNSET
 
 from ..actors._server import Context
@@ -215,6 +216,12 @@ class MCPServer(LowLevelServer):
             return _tool_error(f"Invalid arguments for tool {params.name!r}: {exc}")
         except Exception as exc:  # a tool failure is a result, never a dead session
             return _tool_error(f"Tool {params.name!r} failed: {_describe(exc)}")
+        if entry.output is not None and not isinstance(value, CallToolResult):
+            problem = _output_mismatch(value, entry.spec.return_annotation)
+            if problem is not None:
+                return _tool_error(
+                    f"Tool {params.name!r} returned a value that does not match its output schema: {problem}"
+                )
         try:
             return to_tool_result(value, entry.output)
         except Exception as exc:
@@ -450,6 +457,17 @@ def _registrar(add: Callable[..., Any], options: dict[str, Any]) -> Callable[[F]
         return fn
 
     return register
+
+
+def _output_mismatch(value: Any, annotation: Any) -> str | None:
+    """Why ``value`` does not fit the declared return type (None when it does)."""
+    if isinstance(annotation, type) and isinstance(value, annotation) and annotation not in (dict, list):
+        return None  # a Struct / dataclass instance of the declared type
+    try:
+        msgspec.convert(msgspec.to_builtins(value), annotation, strict=False)
+    except (msgspec.ValidationError, TypeError) as exc:
+        return str(exc)
+    return None
 
 
 def _tool_error(message: str) -> CallToolResult:

@@ -350,6 +350,7 @@ def output_schema_for(return_annotation: Any) -> OutputSchema | None:
     ``None`` when its results are unstructured.
 
     Unstructured (``None``): no annotation, ``None``, ``Any``/``object``,
+    untyped containers (``list``, ``tuple``, ``list[Any]``),
     ``str`` / ``bytes`` (text and blobs are content, not data), content
     blocks, :class:`Image` / :class:`Audio`, ``ResourceContents``,
     ``CallToolResult``, containers of content, any union mentioning one of
@@ -369,6 +370,11 @@ def output_schema_for(return_annotation: Any) -> OutputSchema | None:
     bare = _strip_annotated(return_annotation)
     if bare is Any or bare is object or bare is _NoneType:
         return None
+    if bare in (list, tuple, set, frozenset) or (
+        typing.get_origin(bare) in (list, tuple, set, frozenset)
+        and all(arg in (Any, object, Ellipsis) for arg in typing.get_args(bare))
+    ):
+        return None  # an untyped container may hold content blocks: promise no schema
     if _mentions_content(return_annotation, top=True):
         return None
     try:
