@@ -279,16 +279,6 @@ async def test_kill_9_mid_call_fails_the_call_within_a_second_then_a_new_pid_ans
     assert _reaped(first) and _reaped(second)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: actors/_connection.py _describe (used by Connection._pair, _watch and run): it only unwraps "
-        "exception groups of one; when a stdio server dies, _pair's nursery raises _Lost together with "
-        "ClientSession.run's TransportError group (a start failure: two errors as well), so Disconnected "
-        "reasons read 'ExceptionGroup: Exceptions from Trio nursery (2 sub-exceptions)'; and the "
-        "ConnectionFailed / 'gave up' reason describes the StartFailure wrapper, not its cause"
-    ),
-)
 async def test_events_say_why_the_server_went_away(servers: Servers) -> None:
     # Killed once; every later process exits at start with status 3.
     flaky = servers(EXIT_AT_START_AFTER="1")
@@ -427,15 +417,6 @@ async def test_garbage_on_stdout_is_ignored_and_the_session_survives(servers: Se
     assert _reaped(first) and _reaped(second)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: transports/stdio.py StdioStream._decode: on the client side (answer_parse_errors=False) only "
-        "parse errors are marked answer=False; a stray line of JSON that is not JSON-RPC (-32600, id null) "
-        "is still answered with an id-null error response, which the server receives as an unmatched "
-        "response; the module doc says the client does not answer a server's stray output"
-    ),
-)
 async def test_stray_json_on_stdout_is_not_answered(servers: Servers) -> None:
     flaky = servers()
     with trio.fail_after(TIMEOUT):
@@ -526,14 +507,6 @@ async def test_closing_a_connection_leaves_no_child_behind(servers: Servers) -> 
         await conn.call_tool("echo", {"text": "late"})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: actors/_connection.py Connection.run: its finally calls _give_up('connection closed'), so a "
-        "clean close publishes ConnectionFailed, documented as 'the connection gave up (start failures or "
-        "restart intensity)'"
-    ),
-)
 async def test_a_clean_close_is_not_reported_as_a_failure(servers: Servers) -> None:
     flaky = servers()
     with trio.fail_after(TIMEOUT):
@@ -572,14 +545,6 @@ async def test_closing_a_host_leaves_no_child_behind(servers: Servers) -> None:
     assert _children() <= before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: actors/_host.py Host.add_server (its supervised() task): when a connection gives up after it "
-        "started (restart intensity exceeded, or restarts that fail to start), Connection.run raises "
-        "ConnectionClosed into the host's nursery, which cancels every other server and crashes Host.run"
-    ),
-)
 async def test_host_keeps_its_other_servers_when_one_gives_up(servers: Servers) -> None:
     names = ("alpha", "beta")
     factories = {name: servers(name) for name in names}

@@ -46,6 +46,7 @@ from ..supervision import (
     Supervisor,
     SupervisorEscalation,
 )
+from ..transports import TransportError
 from ._actor import ExitReason
 from ._client import ClientSession
 
@@ -228,7 +229,9 @@ class Connection:
             self._give_up(reason)
             raise ConnectionClosed(f"{self.name}: gave up: {reason}") from None
         finally:
-            self._give_up(self._failed or "connection closed")
+            if self._failed is None:
+                self._failed = "connection closed"  # a clean close: no ConnectionFailed event
+                self._state_changed()
             self._events_send.close()
         return ExitReason("closed", "connection closed")
 
@@ -444,9 +447,23 @@ class Connection:
         return self._log_level
 
 
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
 def _describe(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """The most informative one-line reason: groups are searched for their
+    real cause (a transport failure before a bare "lost", never Cancelled);
+    start failures name what made them fail."""
+    leaves = [e for e in _leaves(exc) if not isinstance(e, trio.Cancelled)] or _leaves(exc)
+    ranked = sorted(leaves, key=lambda e: 0 if isinstance(e, TransportError) else 1 if not isinstance(e, _Lost) else 2)
+    best = ranked[0]
+    while best.__cause__ is not None and type(best).__name__ in ("StartFailure", "SupervisorEscalation"):
+        best = best.__cause__
+        if isinstance(best, BaseExceptionGroup):
+            return _describe(best)
+    text = str(best)
+    return f"{type(best).__name__}: {text}" if text else type(best).__name__
 

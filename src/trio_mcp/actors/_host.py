@@ -27,6 +27,7 @@ from msgspec import UNSET
 
 from ..protocol import (
     CallToolResult,
+    ConnectionClosed,
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestParams,
@@ -153,6 +154,13 @@ class HostedTool:
     tool: Tool
 
 
+class _Reporter:
+    """A task_status that tells us when the child started."""
+
+    def __init__(self, report: Callable[[Any], None]) -> None:
+        self.started = report
+
+
 class Host:
     """Many supervised servers behind one registry. ``await nursery.start(host.run)``,
     then :meth:`add_server` for each."""
@@ -216,9 +224,21 @@ class Host:
         scope = trio.CancelScope()
 
         async def supervised(*, task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> None:
+            started = False
+
+            def report(value: Connection) -> None:
+                nonlocal started
+                started = True
+                task_status.started(value)
+
             with scope:
                 try:
-                    await connection.run(task_status=task_status)
+                    await connection.run(task_status=_Reporter(report))
+                except ConnectionClosed as exc:
+                    if not started:
+                        raise  # a start failure: add_server raises it
+                    # One server giving up never takes the host (or its other servers) down.
+                    log.warning("server %s gave up and was removed: %s", name, exc)
                 finally:
                     self._connections.pop(name, None)
                     self._scopes.pop(name, None)

@@ -221,8 +221,11 @@ class StdioStream:
             self._invalid += 1
             if frame.error.code == PARSE_ERROR:
                 log.warning("%s: received a line that is not JSON (%d bytes): %r", self.name, len(line), line[:200])
-                if not self._answer_parse_errors:
-                    frame = InvalidMessage(frame.id, frame.error, answer=False)
+            else:
+                log.warning("%s: received a line that is not JSON-RPC (%d bytes): %r", self.name, len(line), line[:200])
+            if not self._answer_parse_errors and frame.id is None:
+                # A server's stray output is logged, never answered.
+                frame = InvalidMessage(frame.id, frame.error, answer=False)
         return frame
 
     def _overlong_frame(self) -> InvalidMessage:
