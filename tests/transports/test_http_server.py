@@ -581,6 +581,27 @@ async def test_stateless_modern_request_needs_no_session() -> None:
             assert response.json()["result"]["content"][0]["text"] == "stateless"
 
 
+async def test_stateless_subscriptions_listen_streams_on_its_post() -> None:
+    app = make_app()
+    async with serving(app) as (server, url), http() as client:
+        with trio.fail_after(TIMEOUT):
+            meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
+            listen = {"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+                      "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}}
+            headers = {**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28"}
+            async with client.stream("POST", url, content=json.dumps(listen), headers=headers) as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                decoder = SseDecoder()
+                await read_events(stream, decoder, has_method("notifications/subscriptions/acknowledged"))
+                app.add_tool(lambda: "l", name="listened")
+                events = await read_events(stream, decoder, has_method("notifications/tools/list_changed"))
+                (note,) = messages(events)
+                assert note["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "sub-1"}
+                (server_session,) = app.sessions
+            await server_session.peer.wait_stopped()  # the client left: its stateless session ends
+            assert server_session.peer.closed
+
+
 async def test_session_factory_gets_one_app_per_session() -> None:
     made: list[MCPServer] = []
 

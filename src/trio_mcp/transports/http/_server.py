@@ -25,7 +25,8 @@ initializes again). ``MCP-Protocol-Version`` is checked on every later
 request (``400`` for a version this server does not speak; absent means
 the negotiated one). Stateless requests of the 2026-07-28 era (version in
 the header or in ``_meta``, no session id) are served by a fresh session
-that lives as long as that one POST.
+that lives as long as that one POST; everything it sends travels on that
+POST's stream (``subscriptions/listen`` notifications, for instance).
 
 Routing (server to client)
 --------------------------
@@ -474,6 +475,8 @@ class HttpSessionStream:
         self.standalone = self._new_stream(standalone=True, mode="sse")
         self.stored_streams: set[str] = set()
         self.server_session: Any = None
+        #: A stateless session's one POST stream.
+        self.post_stream: _OutStream | None = None
         self.protocol_version: str | None = None
         self.init_id: int | str | None = None
         self.closed = False
@@ -509,6 +512,8 @@ class HttpSessionStream:
         stream.ever_attached = True
         for ident in ids:
             self.awaiting[ident] = stream
+        if self.id is None:
+            self.post_stream = stream
         return stream
 
     def abandon(self, stream: _OutStream) -> None:
@@ -593,8 +598,12 @@ class HttpSessionStream:
             stream = self.awaiting.get(related)
             if stream is not None and await stream.deliver(message):
                 return
-        if self.id is None:  # stateless: there is no standalone stream
-            self.dropped()
+        if self.id is None:
+            # Stateless: no standalone stream; everything goes on the one
+            # POST's stream (``subscriptions/listen`` notifications, say).
+            post = self.post_stream
+            if post is None or not await post.deliver(message):
+                self.dropped()
             return
         await self.standalone.deliver(message)
 
