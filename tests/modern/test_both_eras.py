@@ -481,13 +481,6 @@ MODERN_ONLY = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ClientSession._connect (actors/_client.py) runs _initialize() for a cached 'handshake' "
-    "verdict "
-    "with no fallback: when that initialize fails (the server now speaks only the stateless era) the cached "
-    "verdict is neither forgotten nor re-probed with server/discover, and the connection fails",
-)
 async def test_a_stale_handshake_verdict_is_probed_again_and_replaced(wires, mode: str) -> None:
     ERA_CACHE.set("upgraded", "handshake")
     with trio.fail_after(TIMEOUT):

@@ -298,11 +298,6 @@ async def test_a_missing_capability_is_raised_to_the_caller(
             assert answers.sampled == [] and answers.elicited == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MCPServer._call_tool (server/_app.py) turns MissingClientCapability into an isError "
-    "CallToolResult, so ClientSession.call_tool returns a failed result instead of raising -32021",
-)
 async def test_a_tool_needing_a_missing_capability_raises_to_the_caller(wires, mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_connection(demo_app(), wires, mode=mode) as conn:
@@ -407,12 +402,6 @@ async def test_a_state_is_not_echoed_once_the_server_stops_sending_one(wires, mo
             assert "requestState" not in seen[2] and list(seen[2]["inputResponses"]) == ["b"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ClientSession._call_modern (actors/_client.py) reuses one params dict for every round and "
-    "mutates it after sending (inputResponses, requestState, _meta): over the zero-copy memory transport the "
-    "server's copy of an earlier request changes under it, against the transport's treat-as-immutable rule",
-)
 async def test_the_params_of_a_sent_round_are_never_mutated(wires) -> None:
     received: list[Any] = []
 

@@ -153,16 +153,6 @@ async def test_modern_only_methods_need_version_and_capabilities(
 async def test_a_meta_that_is_not_an_object_is_invalid_params(
     wires, mode: str, meta: Any, request: pytest.FixtureRequest
 ) -> None:
-    if mode == "zero-copy":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG: InboundRequest.meta (actors/_peer.py) returns a non-object _meta of dict params "
-                "(zero-copy) as is, so ServerSession._handle_modern fails on it with AttributeError "
-                "(-32603); "
-                "over bytes the same request gets -32602",
-            )
-        )
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires, mode=mode) as raw:
             await expect_error(raw, "server/discover", {"_meta": meta}, -32602)
@@ -707,11 +697,6 @@ async def test_a_request_state_of_another_server_is_invalid_params(wires, mode: 
             )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ModernRequest.ask (actors/_modern.py) decodes an input response with coerce() and lets "
-    "msgspec.ValidationError escape: prompts/get answers -32603 Internal error, not -32602",
-)
 async def test_a_malformed_input_response_is_invalid_params_for_a_prompt(wires, mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires, mode=mode) as raw:
@@ -734,11 +719,6 @@ async def test_a_malformed_input_response_is_invalid_params_for_a_prompt(wires, 
             )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ModernRequest.ask (actors/_modern.py) lets msgspec.ValidationError of a malformed input "
-    "response escape; MCPServer._call_tool turns it into an isError result instead of a -32602 answer",
-)
 async def test_a_malformed_input_response_is_invalid_params_for_a_tool(wires, mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires, mode=mode) as raw:
@@ -778,12 +758,6 @@ async def test_a_handler_that_always_asks_never_completes(wires, mode: str) -> N
             assert app.runs["endless"] == 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: InputNeeded raised in a child task reaches ServerSession._handle_modern wrapped in a "
-    "BaseExceptionGroup, which it does not catch: the peer worker crashes and takes the session (and "
-    "every session of the app's nursery) down instead of answering InputRequiredResult",
-)
 async def test_a_question_asked_from_a_child_task_still_ends_the_round(wires, mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires, mode=mode) as raw:
@@ -836,12 +810,6 @@ async def test_a_missing_client_capability_is_32021(
             assert error.data == {"requiredCapabilities": required}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Context.elicit (actors/_server.py) asks the stateless client for a form with only the "
-    "'elicitation' capability checked; a client declaring elicitation.url alone (no form) must get -32021 "
-    "requiring elicitation.form, as the handshake era's ServerSession.elicit does",
-)
 async def test_a_form_question_needs_the_form_capability(wires, mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires, mode=mode) as raw:
@@ -855,12 +823,6 @@ async def test_a_form_question_needs_the_form_capability(wires, mode: str) -> No
             assert error.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MCPServer._call_tool (server/_app.py) catches the MissingClientCapability raised by "
-    "ModernRequest.ask like any tool failure and answers an isError CallToolResult; the 2026-07-28 spec "
-    "requires a -32021 error answer with requiredCapabilities",
-)
 @pytest.mark.parametrize(
     "tool, caps, required",
     [
@@ -979,12 +941,6 @@ async def test_concurrent_requests_each_get_their_own_log_level(wires, mode: str
             }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ServerSession._handle_modern (actors/_server.py) tests `level in _LEVEL_RANK` on the raw "
-    "_meta logLevel: a non-string (list/dict) raises TypeError (-32603) and an unknown string is silently "
-    "ignored; an invalid io.modelcontextprotocol/logLevel should be -32602",
-)
 @pytest.mark.parametrize("level", [["debug"], {"level": "debug"}, "verbose", 3])
 async def test_an_invalid_log_level_is_invalid_params(wires, mode: str, level: Any) -> None:
     with trio.fail_after(TIMEOUT):
@@ -995,11 +951,6 @@ async def test_an_invalid_log_level_is_invalid_params(wires, mode: str, level: A
 # ------------------------------------------------------- context and flow
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Context.client_info (actors/_server.py) returns the session's handshake clientInfo "
-    "(None here) for a stateless request instead of the request's _meta io.modelcontextprotocol/clientInfo",
-)
 async def test_the_handler_sees_the_client_info_of_the_request(wires, mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires, mode=mode) as raw:
@@ -1266,13 +1217,6 @@ class _HoldAfterAck:
         await self.inner.aclose()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ServerSession._listen (actors/_server.py) sends notifications/subscriptions/acknowledged "
-    "and "
-    "only then registers the stream in _listeners: a change made after the client received the ack, while "
-    "the ack send has not returned yet, is never delivered on the stream",
-)
 async def test_a_change_right_after_the_acknowledgement_is_delivered(wires, mode: str) -> None:
     app = demo_app()
     client_end, server_end, wire = wires.recording_pair(mode)

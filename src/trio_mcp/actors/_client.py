@@ -236,17 +236,24 @@ class ClientSession:
         era = self.era_setting
         if era == "auto":
             era = ERA_CACHE.get(self.server_key) or "auto"
+        cached = self.era_setting == "auto" and era != "auto"
         if era == "handshake":
-            await self._initialize()
+            try:
+                await self._initialize()
+            except McpError:
+                if not cached:
+                    raise
+                ERA_CACHE.forget(self.server_key)  # the verdict went stale: probe again
+                if not await self._discover(strict=False):
+                    raise
         elif era == "modern":
-            if not await self._discover(strict=self.era_setting == "modern"):
-                ERA_CACHE.forget(self.server_key)  # cached verdict went stale: probe again
-                if await self._discover(strict=False) is False:
-                    await self._initialize()
-        elif await self._discover(strict=False):
-            pass
-        else:
+            if not await self._discover(strict=not cached):
+                ERA_CACHE.forget(self.server_key)  # the verdict went stale: the server left the era
+                await self._initialize()
+        elif not await self._discover(strict=False):
             await self._initialize()
+        if self.era == "modern" and (self.on_tools_changed or self.on_prompts_changed or self.on_resources_changed):
+            await self._relisten()  # list changes arrive in both eras without asking
         ERA_CACHE.set(self.server_key, self.era or "handshake")
 
     def _modern_meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -338,9 +345,10 @@ class ClientSession:
         """A stateless request: ``_meta`` carries version and capabilities;
         input-required results are answered by the same handlers as the
         handshake era's server-to-client requests, then retried."""
-        data = _params_dict(params)
+        base = _params_dict(params)
+        data = dict(base)
         for _ in range(MAX_INPUT_ROUNDS):
-            data["_meta"] = self._modern_meta(data.get("_meta"))
+            data["_meta"] = self._modern_meta(base.get("_meta"))
             raw = await self.peer.request(method, data, on_progress=on_progress)
             if result_type_of(raw) != RESULT_INPUT_REQUIRED:
                 if result_type is None:
@@ -353,10 +361,9 @@ class ClientSession:
             responses: dict[str, Any] = {}
             for key, question in ({} if need.input_requests is UNSET else need.input_requests).items():
                 responses[key] = await self._answer(question)
+            data = dict(base)  # a fresh dict each round: what was sent is never changed
             data["inputResponses"] = responses
-            if need.request_state is UNSET:
-                data.pop("requestState", None)
-            else:
+            if need.request_state is not UNSET:
                 data["requestState"] = need.request_state
         raise InvalidParams(f"{method}: more than {MAX_INPUT_ROUNDS} input-required rounds")
 

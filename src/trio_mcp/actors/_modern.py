@@ -25,9 +25,17 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from ..protocol import ClientCapabilities, MissingClientCapability, coerce, has_capability
+from ..protocol import (
+    ClientCapabilities,
+    Implementation,
+    InvalidParams,
+    McpError,
+    MissingClientCapability,
+    coerce,
+    has_capability,
+)
 
-__all__ = ["ModernRequest", "InputNeeded", "RequestStateError", "required_capabilities"]
+__all__ = ["ModernRequest", "InputNeeded", "ProtocolFailure", "RequestStateError", "required_capabilities"]
 
 T = TypeVar("T")
 _MAC_BYTES = 16
@@ -41,6 +49,15 @@ class InputNeeded(BaseException):
         super().__init__("client input required")
         self.requests = requests
         self.state = state
+
+
+class ProtocolFailure(BaseException):
+    """Carries an :class:`McpError` that must answer the *request* (e.g.
+    -32021), through tool error boundaries that turn exceptions into results."""
+
+    def __init__(self, error: McpError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class RequestStateError(ValueError):
@@ -84,7 +101,7 @@ class ModernRequest:
     """What a stateless request carries: version, client capabilities, log
     level, and the answers to earlier input requests."""
 
-    __slots__ = ("version", "capabilities", "log_level", "_responses", "_asked", "_secret")
+    __slots__ = ("version", "capabilities", "client_info", "log_level", "_responses", "_asked", "_secret")
 
     def __init__(
         self,
@@ -95,9 +112,11 @@ class ModernRequest:
         input_responses: Any,
         request_state: Any,
         secret: bytes,
+        client_info: Implementation | None = None,
     ) -> None:
         self.version = version
         self.capabilities = capabilities
+        self.client_info = client_info
         self.log_level = log_level
         self._secret = secret
         self._asked = 0
@@ -112,12 +131,17 @@ class ModernRequest:
         """The answer to ``request`` if the client already gave it, else
         raise :class:`InputNeeded` to end this round with the question."""
         if not has_capability(self.capabilities, capability.split(".")):
-            raise MissingClientCapability(
-                f"The request did not declare the client capability {capability!r} that this handler needs",
-                data={"requiredCapabilities": required_capabilities(capability)},
+            raise ProtocolFailure(
+                MissingClientCapability(
+                    f"The request did not declare the client capability {capability!r} that this handler needs",
+                    data={"requiredCapabilities": required_capabilities(capability)},
+                )
             )
         self._asked += 1
         key = f"{capability.split('.')[0]}-{self._asked}"
         if key in self._responses:
-            return coerce(self._responses[key], result_type)
+            try:
+                return coerce(self._responses[key], result_type)
+            except Exception as exc:  # msgspec.ValidationError and friends
+                raise ProtocolFailure(InvalidParams(f"inputResponses[{key!r}] is not a valid answer: {exc}")) from None
         raise InputNeeded({key: request}, _encode_state(self._responses, self._secret))

@@ -252,7 +252,8 @@ class InboundRequest:
             if params is UNSET or params is None:
                 self._meta = {}
             elif isinstance(params, dict):
-                self._meta = params.get("_meta") or {}
+                meta = params.get("_meta")
+                self._meta = meta if isinstance(meta, dict) else {}
             elif isinstance(params, Struct):
                 meta = getattr(params, "meta", UNSET)
                 self._meta = meta if isinstance(meta, dict) else {}

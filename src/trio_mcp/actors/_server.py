@@ -23,6 +23,7 @@ from ..protocol import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
     META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -66,7 +67,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream
 from ._actor import ExitReason
-from ._modern import InputNeeded, ModernRequest, RequestStateError
+from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError
 from ._peer import InboundRequest, Peer, PeerLimits
 
 __all__ = [
@@ -258,6 +259,17 @@ class ServerSession:
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"{method}: invalid client capabilities: {exc}") from None
         level = meta.get(META_LOG_LEVEL)
+        if level is not None and (not isinstance(level, str) or level not in _LEVEL_RANK):
+            raise InvalidParams(
+                f"{method}: _meta[{META_LOG_LEVEL!r}] must be one of {', '.join(LOG_LEVELS)}, not {level!r}"
+            )
+        client_info = None
+        raw_info = meta.get(META_CLIENT_INFO)
+        if isinstance(raw_info, dict):
+            try:
+                client_info = msgspec.convert(raw_info, Implementation)
+            except msgspec.ValidationError:
+                client_info = None
         if method == "server/discover":
             return self._discover()
         if not method_available(method, version, sender="client"):
@@ -277,7 +289,8 @@ class ServerSession:
             modern = ModernRequest(
                 version=version,
                 capabilities=caps,
-                log_level=level if level in _LEVEL_RANK else None,
+                log_level=level,
+                client_info=client_info,
                 input_responses=getattr(params, "input_responses", UNSET),
                 request_state=getattr(params, "request_state", UNSET),
                 secret=self._state_secret(),
@@ -288,9 +301,19 @@ class ServerSession:
             return await handler.fn(Context(self, request, modern), params)
         except InputNeeded as need:
             return InputRequiredResult(input_requests=need.requests, request_state=need.state)
+        except ProtocolFailure as failure:
+            raise failure.error from None
         except ResourceNotFound as exc:
             # This era reports an unknown resource as invalid params.
             raise InvalidParams(exc.message, data=exc.data) from None
+        except BaseExceptionGroup as group:
+            # A question asked from a child task arrives inside a group.
+            for leaf in _group_leaves(group):
+                if isinstance(leaf, InputNeeded):
+                    return InputRequiredResult(input_requests=leaf.requests, request_state=leaf.state)
+                if isinstance(leaf, ProtocolFailure):
+                    raise leaf.error from None
+            raise
 
     def _state_secret(self) -> bytes:
         secret = getattr(self.app, "request_state_secret", None)
@@ -330,11 +353,13 @@ class ServerSession:
             else UNSET,
         )
         sub_id = request.id
-        await self.peer.notify(
+        # Register and queue the acknowledgement in one step: a change made
+        # from now on is delivered after it, none is lost in between.
+        self._listeners[sub_id] = honoured
+        self._post(
             "notifications/subscriptions/acknowledged",
             {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: sub_id}},
         )
-        self._listeners[sub_id] = honoured
         try:
             await trio.sleep_forever()
         finally:
@@ -539,7 +564,7 @@ class Context:
 
     @property
     def client_info(self) -> Implementation | None:
-        return self.session.client_info
+        return self.modern.client_info if self.modern is not None else self.session.client_info
 
     @property
     def app(self) -> Any:
@@ -614,7 +639,7 @@ class Context:
             ElicitRequestParams,
         )
         if self.modern is not None:
-            return self.modern.ask(ElicitRequest(params=params), "elicitation", ElicitResult)
+            return self.modern.ask(ElicitRequest(params=params), _form_capability(self.modern.capabilities), ElicitResult)
         return await self.session.elicit(params)
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
@@ -629,6 +654,20 @@ class Context:
         if self.modern is not None:
             return self.modern.ask(ListRootsRequest(), "roots", ListRootsResult).roots
         return await self.session.list_roots()
+
+
+def _form_capability(caps: ClientCapabilities) -> str:
+    """``elicitation`` declared as ``{}`` means forms; ``{url: {}}`` alone does not."""
+    elicitation = caps.elicitation
+    if elicitation is not UNSET and elicitation.form is UNSET and elicitation.url is not UNSET:
+        return "elicitation.form"
+    return "elicitation"
+
+
+def _group_leaves(group: BaseException) -> list[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for inner in group.exceptions for leaf in _group_leaves(inner)]
+    return [group]
 
 
 #: Requests that exist only in the stateless era.
