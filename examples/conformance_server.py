@@ -15,8 +15,7 @@ Scenarios served (``npx @modelcontextprotocol/conformance server --url ...``):
   ``elicitation-sep1330-enums``
 - ``json-schema-2020-12`` (pending in 0.1.16; served through a low-level
   override of ``tools/list``, see :func:`_list_tools_with_raw_schemas`)
-- ``server-sse-polling`` (pending; ``test_reconnection`` only completes
-  slowly here: closing the SSE stream mid-call is up to the HTTP transport)
+- ``server-sse-polling`` (``test_reconnection`` closes its SSE stream mid-call)
 - ``resources-list``, ``resources-read-text``, ``resources-read-binary``,
   ``resources-templates-read``, ``resources-subscribe``,
   ``resources-unsubscribe``
@@ -45,7 +44,6 @@ import trio
 
 from trio_mcp.protocol import (
     EmbeddedResource,
-    ListToolsResult,
     PrimitiveSchemaDefinition,
     PromptMessage,
     ResourceContents,
@@ -272,41 +270,26 @@ JSON_SCHEMA_2020_12_INPUT: dict[str, Any] = {
 }
 
 
-@app.tool(name=JSON_SCHEMA_2020_12_TOOL, description="Tool with JSON Schema 2020-12 features")
+@app.tool(
+    name=JSON_SCHEMA_2020_12_TOOL,
+    description="Tool with JSON Schema 2020-12 features",
+    input_schema=JSON_SCHEMA_2020_12_INPUT,
+)
 def json_schema_2020_12_tool(name: str | None = None, address: Address | None = None) -> str:
     return f"Received: name={name!r}, address={_json(address)}"
 
 
 @app.tool
 async def test_reconnection(ctx: Context) -> str:
-    """Completes after a short delay; over Streamable HTTP the conformance
-    suite expects the server to close the SSE stream mid-call (SEP-1699)."""
-    # TODO(transport): close the POST's SSE stream here once the HTTP
-    # transport exposes it, so the client resumes with Last-Event-ID.
+    """Over Streamable HTTP, closes this call's SSE stream mid-call (SEP-1699):
+    the client reconnects with Last-Event-ID and still gets the answer."""
+    from trio_mcp.transports.http import close_sse_stream
+
+    await close_sse_stream(ctx)  # a no-op on other transports
     await trio.sleep(0.1)
     return "Reconnection test completed successfully"
 
 
-# The authoring API derives every input schema from the function signature
-# and has no way to publish a hand-written one, so the listing is patched
-# through the low-level handler table (the call still validates against the
-# function's own parameters).
-_RAW_INPUT_SCHEMAS: dict[str, dict[str, Any]] = {JSON_SCHEMA_2020_12_TOOL: JSON_SCHEMA_2020_12_INPUT}
-_generated_tools_list = app.request_handlers["tools/list"]
-
-
-async def _list_tools_with_raw_schemas(ctx: Context, params: Any) -> ListToolsResult:
-    result: ListToolsResult = await _generated_tools_list.fn(ctx, params)
-    tools = [
-        msgspec.structs.replace(tool, input_schema=_RAW_INPUT_SCHEMAS[tool.name])
-        if tool.name in _RAW_INPUT_SCHEMAS
-        else tool
-        for tool in result.tools
-    ]
-    return msgspec.structs.replace(result, tools=tools)
-
-
-app.set_request_handler("tools/list", _generated_tools_list.params_type, _list_tools_with_raw_schemas)
 
 
 # -------------------------------------------------------------- resources
@@ -424,8 +407,6 @@ def _json(value: Any) -> str:
 
 
 # ------------------------------------------------------- entry point ----
-# stdio today; other transports (Streamable HTTP, which the conformance suite drives with --url)
-# plug in here as they land.
 
 
 async def serve_stdio() -> None:
@@ -436,9 +417,27 @@ async def serve_stdio() -> None:
         await app.serve(stream, name="conformance-stdio")
 
 
+async def serve_http(port: int) -> None:
+    """Serve :data:`app` over Streamable HTTP on 127.0.0.1 (what the conformance suite drives)."""
+    from trio_mcp.transports.http import HttpServer
+
+    async with app.running(), trio.open_nursery() as nursery:
+        info = await nursery.start(HttpServer(app, port=port).run)
+        print(info.url, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python examples/conformance_server.py``: serve over stdio until stdin ends."""
-    trio.run(serve_stdio)
+    """``python examples/conformance_server.py [--http [--port N]]``: stdio by default."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    parser.add_argument("--port", type=int, default=0, help="HTTP port (0: any free port, printed)")
+    args = parser.parse_args(argv)
+    if args.http:
+        trio.run(serve_http, args.port)
+    else:
+        trio.run(serve_stdio)
     return 0
 
 

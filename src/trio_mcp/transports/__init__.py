@@ -17,7 +17,39 @@ from .stdio import (
     stdio_server_stream,
 )
 
+#: Names served lazily from the network transports (their imports cost ~100 ms).
+_LAZY = {
+    "StreamableHttpTransport": "http",
+    "HttpServer": "http",
+    "StreamableHttpApp": "http",
+    "HttpServerSettings": "http",
+    "HttpClientSettings": "http",
+    "EventStore": "http",
+    "MemoryEventStore": "http",
+    "close_sse_stream": "http",
+    "SseServer": "sse",
+    "SseApp": "sse",
+    "SseServerSettings": "sse",
+    "SseTransport": "sse",
+    "WebSocketServer": "websocket",
+    "WebSocketServerSettings": "websocket",
+    "WebSocketTransport": "websocket",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    *_LAZY,
     "MessageStream",
     "TransportError",
     "TransportClosed",
