@@ -41,9 +41,9 @@ SETUP = "bash scripts/setup-interop"
 def _require(pins: Path, stamp: Path, what: str, path: Path) -> Path:
     """``path``, installed by setup-interop for the current ``pins``."""
     if not stamp.is_file():
-        pytest.skip(f"{what} is not installed: run `{SETUP}` (`bash scripts/test` runs it)")
+        pytest.skip(f"{what}: not installed; run `{SETUP}` (`bash scripts/test` runs it)")
     if not filecmp.cmp(pins, stamp, shallow=False):
-        pytest.skip(f"{what} was installed for other pins than {pins.name}: run `{SETUP}` again")
+        pytest.skip(f"{what}: installed for other pins than {pins.name}; run `{SETUP}` again")
     if not path.exists():
         pytest.fail(f"{path} is missing although {stamp} says `{SETUP}` installed it: run it again")
     return path
