@@ -65,6 +65,10 @@ __all__ = [
 
 log = logging.getLogger("trio_mcp.peer")
 
+#: Frames one wake-up of the read loop (or requests one worker) may take
+#: without a schedule point, so a burst cannot starve other tasks.
+_DRAIN_BUDGET: Final = 32
+
 #: Requests a peer's ``notifications/cancelled`` never interrupts.
 NON_CANCELLABLE: Final = frozenset({"initialize"})
 
@@ -378,10 +382,27 @@ class Peer:
 
     async def _read_loop(self) -> ExitReason:
         receive = self.stream.receive
+        # Streams that can hand over already-buffered frames without a
+        # schedule point let one wake-up dispatch a whole burst.
+        receive_nowait = getattr(self.stream, "receive_nowait", None)
         dispatch = self._dispatch
         while True:
             try:
                 frame = await receive()
+                budget = _DRAIN_BUDGET if receive_nowait is not None else 0
+                while True:
+                    if type(frame) is list:
+                        for item in frame:
+                            dispatch(item)
+                    else:
+                        dispatch(frame)
+                    if budget == 0:
+                        break
+                    budget -= 1
+                    try:
+                        frame = receive_nowait()  # type: ignore[misc]
+                    except trio.WouldBlock:
+                        break
             except trio.EndOfChannel:
                 if self._local_close:
                     return ExitReason("closed", "closed locally")
@@ -390,11 +411,6 @@ class Peer:
                 if self._local_close:
                     return ExitReason("closed", "closed locally")
                 raise TransportError("stream closed under the reader") from None
-            if type(frame) is list:
-                for item in frame:
-                    dispatch(item)
-            else:
-                dispatch(frame)
 
     def _shut(self, reason: str) -> None:
         """Stop accepting work and fail every pending call (idempotent)."""
@@ -517,20 +533,43 @@ class Peer:
     # -------------------------------------------------------------- workers
 
     async def _worker(self) -> None:
+        """Serve admitted requests one at a time.
+
+        A worker runs its requests inside one cancel scope of its own, not one
+        per request (the cheap path: cancellations are rare). A peer's
+        ``notifications/cancelled`` cancels the scope of the worker serving
+        that request; the worker then opens a fresh scope for the next one.
+        """
         receive = self._queue_recv.receive
+        receive_nowait = self._queue_recv.receive_nowait
         serve = self._serve
         try:
             while True:
-                try:
-                    req = await receive()
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    return
-                await serve(req)
-                self._idle += 1
+                with trio.CancelScope() as scope:
+                    streak = 0
+                    while not scope.cancel_called:
+                        try:
+                            req = receive_nowait()
+                            streak += 1
+                            if streak >= _DRAIN_BUDGET:  # stay fair to other tasks
+                                streak = 0
+                                await trio.lowlevel.checkpoint()
+                        except trio.WouldBlock:
+                            streak = 0
+                            self._idle += 1
+                            try:
+                                req = await receive()
+                            except (trio.EndOfChannel, trio.ClosedResourceError):
+                                return
+                        except (trio.EndOfChannel, trio.ClosedResourceError):
+                            return
+                        await serve(req, scope)
         finally:
             self._workers -= 1
 
-    async def _serve(self, req: Request) -> None:
+    async def _serve(self, req: Request, scope: trio.CancelScope) -> None:
+        """Serve one request inside its worker's ``scope`` (cancelled by the peer's
+        ``notifications/cancelled``: Cancelled then propagates to the worker)."""
         ident = req.id
         slot = self._inflight.get(ident)
         if slot is None or slot.cancelled:
@@ -541,14 +580,13 @@ class Peer:
         # each worker serves one request at a time, so no reset is needed.
         RELATED_REQUEST.set(ident)
         reply: Any = None
+        slot.scope = scope
         try:
-            with trio.CancelScope() as scope:
-                slot.scope = scope
-                if req.method == "ping":
-                    result = _EMPTY_RESULT
-                else:
-                    result = await self.dispatcher.handle_request(InboundRequest(self, req))
-                reply = Response(id=ident, result=result)
+            if req.method == "ping":
+                result = _EMPTY_RESULT
+            else:
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))
+            reply = Response(id=ident, result=result)
         except McpError as exc:
             reply = error_response(ident, exc)
         except Exception as exc:
@@ -556,6 +594,7 @@ class Peer:
             reply = error_response(ident, InternalError(_describe(exc)))
         finally:
             self._running -= 1
+            slot.scope = None
             self._inflight.pop(ident, None)
         if slot.cancelled or reply is None:
             return  # a cancelled request is never answered

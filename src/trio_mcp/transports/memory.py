@@ -42,13 +42,28 @@ class MemoryStream:
     async def send(self, message: Any) -> None:
         item = encode(message) if self._bytes else message
         try:
-            await self._send.send(item)
+            # Room in the buffer: deliver without a schedule point (the
+            # caller awaits its reply next anyway); full: wait (backpressure).
+            self._send.send_nowait(item)
+        except trio.WouldBlock:
+            try:
+                await self._send.send(item)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise TransportClosed("in-memory peer closed") from None
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise TransportClosed("in-memory peer closed") from None
 
     async def receive(self) -> Frame:
         try:
             item = await self._receive.receive()
+        except trio.ClosedResourceError:
+            raise trio.EndOfChannel from None
+        return decode(item) if self._bytes else item
+
+    def receive_nowait(self) -> Frame:
+        """A frame already buffered, or :class:`trio.WouldBlock`."""
+        try:
+            item = self._receive.receive_nowait()
         except trio.ClosedResourceError:
             raise trio.EndOfChannel from None
         return decode(item) if self._bytes else item
