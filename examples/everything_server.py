@@ -210,7 +210,9 @@ async def authorize_via_url(ctx: Context, service: str = "example") -> str:
     Args:
         service: Which service to authorize
     """
-    elicitation_id = uuid.uuid4().hex
+    # Deterministic: in the stateless era the handler runs again on the retry
+    # that carries the answer, and must ask the same question.
+    elicitation_id = uuid.uuid5(uuid.NAMESPACE_URL, f"trio-mcp-everything:authorize:{service}").hex
     result = await ctx.elicit_url(
         f"Please authorize access to {service}",
         f"https://auth.example.com/authorize?service={service}&elicitation={elicitation_id}",

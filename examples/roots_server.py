@@ -85,6 +85,9 @@ async def fetch_roots(session: ServerSession) -> list[Root]:
 
 
 async def current_roots(ctx: Context) -> list[Root]:
+    if ctx.modern is not None:
+        # Stateless era: the roots come with this request's retry, never cached.
+        return await ctx.list_roots()
     entry = session_roots(ctx.session)
     if entry.roots is None:
         return await fetch_roots(ctx.session)

@@ -163,24 +163,7 @@ def test_everything_sampling_and_elicitation(report: dict[str, Any], mode: str) 
     assert schema["properties"]["theme"]["enum"] == ["dark", "light", "system"]
 
 
-def _url_elicitation_case(mode: str) -> Any:
-    if mode == "legacy":
-        return mode
-    return pytest.param(
-        mode,
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason=(
-                "BUG: examples/everything_server.py authorize_via_url makes a new uuid4 elicitation id on every "
-                "run of the handler; in the 2026-07-28 era the handler runs again for the input-required retry, "
-                "so the answer the client gave for elicitation A is applied to a new elicitation B (the result "
-                "names B, and B's URL was never shown to the user)"
-            ),
-        ),
-    )
-
-
-@pytest.mark.parametrize("mode", [_url_elicitation_case(m) for m in MODES])
+@pytest.mark.parametrize("mode", MODES)
 def test_everything_url_elicitation(report: dict[str, Any], mode: str) -> None:
     url = _step(report, "everything", mode, "url_elicitation")
     asked = url["asked"]
@@ -297,24 +280,7 @@ def test_conformance_fixture(report: dict[str, Any], mode: str) -> None:
     }
 
 
-def _roots_case(mode: str) -> Any:
-    if mode == "legacy":
-        return mode
-    return pytest.param(
-        mode,
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason=(
-                "BUG: examples/roots_server.py fetches roots with ServerSession.list_roots() (a handshake-era "
-                "roots/list request) instead of Context.list_roots(); on a 2026-07-28 request the SDK declares "
-                "roots in _meta clientCapabilities and expects an input-required result, but the tool answers "
-                "isError -32021 'The client did not declare the roots capability'"
-            ),
-        ),
-    )
-
-
-@pytest.mark.parametrize("mode", [_roots_case(m) for m in MODES])
+@pytest.mark.parametrize("mode", MODES)
 def test_roots(report: dict[str, Any], mode: str) -> None:
     listed = _step(report, "roots", mode, "list_roots")
     assert listed["texts"] and not listed["texts"][0].startswith("Tool 'list_roots' failed"), listed["texts"]

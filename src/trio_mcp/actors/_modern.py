@@ -10,9 +10,11 @@ eras: handlers must do the same things up to each question (as any retried
 operation must).
 
 ``requestState`` carries the answers of earlier rounds, so a handler that asks
-several questions gets all of them on the last retry. It is opaque to the
-client and authenticated with an HMAC keyed by a per-process secret, so a
-client cannot forge earlier answers through it.
+several questions gets all of them on the last retry, and a fingerprint of
+each question asked: an answer is only used for the question it was given to
+(a handler that asks something else on a retry is asked again). It is opaque
+to the client and authenticated with an HMAC keyed by a per-process secret, so
+a client cannot forge earlier answers through it.
 """
 
 from __future__ import annotations
@@ -74,8 +76,12 @@ def required_capabilities(path: str) -> dict[str, Any]:
     return root
 
 
-def _encode_state(responses: dict[str, Any], secret: bytes) -> str:
-    payload = msgspec.json.encode(responses)
+def _fingerprint(question: Any) -> str:
+    return hashlib.sha256(msgspec.json.encode(question)).hexdigest()[:16]
+
+
+def _encode_state(state: dict[str, Any], secret: bytes) -> str:
+    payload = msgspec.json.encode(state)
     mac = hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]
     return base64.urlsafe_b64encode(mac + payload).decode().rstrip("=")
 
@@ -101,7 +107,7 @@ class ModernRequest:
     """What a stateless request carries: version, client capabilities, log
     level, and the answers to earlier input requests."""
 
-    __slots__ = ("version", "capabilities", "client_info", "log_level", "_responses", "_asked", "_secret")
+    __slots__ = ("version", "capabilities", "client_info", "log_level", "_responses", "_questions", "_asked", "_secret")
 
     def __init__(
         self,
@@ -121,11 +127,19 @@ class ModernRequest:
         self._secret = secret
         self._asked = 0
         responses: dict[str, Any] = {}
+        questions: dict[str, str] = {}
         if request_state is not UNSET and request_state is not None:
-            responses.update(_decode_state(request_state, secret))
+            state = _decode_state(request_state, secret)
+            answers, asked = state.get("responses"), state.get("questions")
+            if not isinstance(answers, dict) or not isinstance(asked, dict):
+                raise RequestStateError("requestState is corrupt")
+            responses.update(answers)
+            questions.update(asked)
         if input_responses is not UNSET and input_responses is not None:
             responses.update(input_responses)
         self._responses = responses
+        #: Fingerprints of the questions the answers were given to.
+        self._questions = questions
 
     def ask(self, request: Any, capability: str, result_type: type[T]) -> T:
         """The answer to ``request`` if the client already gave it, else
@@ -139,9 +153,14 @@ class ModernRequest:
             )
         self._asked += 1
         key = f"{capability.split('.')[0]}-{self._asked}"
-        if key in self._responses:
+        fingerprint = _fingerprint(request)
+        if key in self._responses and self._questions.get(key, fingerprint) == fingerprint:
             try:
                 return coerce(self._responses[key], result_type)
             except Exception as exc:  # msgspec.ValidationError and friends
                 raise ProtocolFailure(InvalidParams(f"inputResponses[{key!r}] is not a valid answer: {exc}")) from None
-        raise InputNeeded({key: request}, _encode_state(self._responses, self._secret))
+        # Not answered yet, or answered for another question (the handler did
+        # not ask the same thing again on this retry): ask this one.
+        self._responses.pop(key, None)
+        state = {"responses": self._responses, "questions": {**self._questions, key: fingerprint}}
+        raise InputNeeded({key: request}, _encode_state(state, self._secret))
