@@ -12,6 +12,7 @@ Bad input never raises out of :func:`decode`: it returns an
 
 from __future__ import annotations
 
+import codecs
 from typing import Any, Final, TypeAlias, TypeVar
 
 import msgspec
@@ -119,6 +120,7 @@ class _Envelope(Struct):
 
 _envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
 _batch_decoder: Final = msgspec.json.Decoder(list[Raw])
+_any_decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
 
 
@@ -130,10 +132,17 @@ def _classify(env: _Envelope) -> Message | InvalidMessage:
     ident = env.id
     method = env.method
     if env.jsonrpc != JSONRPC_VERSION:
+        # Answer a request or an unclassifiable object, never a notification
+        # or a response (answering a response could fail the sender's own
+        # pending request that happens to carry the same id).
+        if method is not UNSET:
+            answer = ident is not UNSET
+        else:
+            answer = env.result is UNSET and env.error is UNSET
         return InvalidMessage(
             ident if _valid_id(ident) else None,
             error_from_code(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"'),
-            answer=ident is not UNSET or method is UNSET,
+            answer=answer,
         )
     if method is not UNSET:
         if type(method) is not str:
@@ -182,18 +191,54 @@ def _classify(env: _Envelope) -> Message | InvalidMessage:
     )
 
 
+def _invalid_utf8(data: bytes | bytearray | memoryview | str) -> str | None:
+    """Why ``data`` is not UTF-8, or None. msgspec checks only the strings it
+    decodes; skipped fields, ``Raw`` payloads and the value of a non-object
+    frame are not checked, so check the frame once (ASCII is the fast path)."""
+    if type(data) is str:
+        return None
+    if type(data) is memoryview:
+        data = data.tobytes()
+    if data.isascii():  # type: ignore[union-attr]
+        return None
+    try:
+        codecs.utf_8_decode(data, "strict", True)
+    except UnicodeDecodeError as exc:
+        return f"Parse error: invalid UTF-8 at byte {exc.start}"
+    return None
+
+
 def decode(data: bytes | bytearray | memoryview | str) -> Frame:
     """Decode one wire frame. Never raises: bad input becomes InvalidMessage."""
+    bad = _invalid_utf8(data)
+    if bad is not None:
+        return InvalidMessage(None, error_from_code(PARSE_ERROR, bad))
     try:
         return _classify(_envelope_decoder.decode(data))
     except msgspec.ValidationError:
         pass  # valid JSON, but not an object: maybe a batch
     except msgspec.DecodeError as exc:
         return InvalidMessage(None, error_from_code(PARSE_ERROR, f"Parse error: {exc}"))
+    except RecursionError:
+        return InvalidMessage(None, error_from_code(PARSE_ERROR, "Parse error: nested too deeply"))
     try:
         items = _batch_decoder.decode(data)
-    except msgspec.DecodeError:
+    except msgspec.ValidationError:
+        # Neither an object nor an array. msgspec reports a type mismatch
+        # before it reads the rest, so check that the frame is JSON at all.
+        try:
+            _any_decoder.decode(data)
+        except msgspec.ValidationError:
+            pass  # valid JSON, but out of msgspec's range
+        except msgspec.DecodeError as exc:
+            return InvalidMessage(None, error_from_code(PARSE_ERROR, f"Parse error: {exc}"))
+        except RecursionError:
+            return InvalidMessage(None, error_from_code(PARSE_ERROR, "Parse error: nested too deeply"))
         return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: not a JSON object"))
+    except msgspec.DecodeError as exc:
+        return InvalidMessage(None, error_from_code(PARSE_ERROR, f"Parse error: {exc}"))
+    except RecursionError:
+        return InvalidMessage(None, error_from_code(PARSE_ERROR, "Parse error: nested too deeply"))
     if not items:
         return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: empty batch"))
     out: list[Message | InvalidMessage] = []
@@ -202,6 +247,8 @@ def decode(data: bytes | bytearray | memoryview | str) -> Frame:
             out.append(_classify(_envelope_decoder.decode(item)))
         except msgspec.DecodeError:
             out.append(InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: not a JSON object")))
+        except RecursionError:  # pragma: no cover - the batch decode recursed first
+            out.append(InvalidMessage(None, error_from_code(PARSE_ERROR, "Parse error: nested too deeply")))
     return out
 
 
