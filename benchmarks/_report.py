@@ -1,5 +1,5 @@
-"""Shared by both sides of the in-process benchmark: the load loop,
-percentiles, the table and the JSON lines.
+"""Shared by both sides of the in-process and stdio benchmarks: the load
+loop, percentiles, the table and the JSON lines.
 
 Standard library only: the official SDK side imports this module from its
 own venv (``.cache/sdk-venv``), where trio-mcp is not installed.
@@ -73,12 +73,13 @@ async def measure(
     return latencies
 
 
-def make_row(impl: str, mode: str, concurrency: int, latencies_ns: list[int], seconds: float, **extra: Any) -> dict[str, Any]:
+def make_row(impl: str, mode: str, concurrency: int, latencies_ns: list[int], seconds: float,
+             *, bench: str = BENCH, **extra: Any) -> dict[str, Any]:
     if not latencies_ns:
         raise RuntimeError(f"{impl} {mode} x{concurrency}: no call completed in the measured window")
     ordered = sorted(latencies_ns)
     row = {
-        "bench": BENCH,
+        "bench": bench,
         "impl": impl,
         "mode": mode,
         "concurrency": concurrency,
@@ -98,9 +99,9 @@ def json_line(obj: dict[str, Any], out: TextIO = sys.stdout) -> None:
     out.flush()
 
 
-def parse_rows(text: str) -> list[dict[str, Any]]:
-    """The benchmark rows among the JSON lines of ``text`` (other lines ignored)."""
-    rows = []
+def parse_json_lines(text: str) -> list[dict[str, Any]]:
+    """Every JSON object among the lines of ``text`` (other lines ignored)."""
+    objects = []
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -109,9 +110,14 @@ def parse_rows(text: str) -> list[dict[str, Any]]:
             obj = json.loads(line)
         except ValueError:
             continue
-        if obj.get("bench") == BENCH and "calls_per_s" in obj:
-            rows.append(obj)
-    return rows
+        if isinstance(obj, dict):
+            objects.append(obj)
+    return objects
+
+
+def parse_rows(text: str, bench: str = BENCH) -> list[dict[str, Any]]:
+    """The benchmark rows (of ``bench``) among the JSON lines of ``text`` (other lines ignored)."""
+    return [obj for obj in parse_json_lines(text) if obj.get("bench") == bench and "calls_per_s" in obj]
 
 
 def label(concurrency: int) -> str:
