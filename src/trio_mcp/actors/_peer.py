@@ -397,6 +397,8 @@ class Peer:
                     else:
                         dispatch(frame)
                     if budget == 0:
+                        if receive_nowait is not None:
+                            await trio.lowlevel.checkpoint()  # a long burst: let others run
                         break
                     budget -= 1
                     try:

@@ -165,8 +165,21 @@ class StdioStream:
 
     # ------------------------------------------------------------ receive
 
+    def receive_nowait(self) -> Frame:
+        """The next frame already in the buffer, or :class:`trio.WouldBlock`."""
+        if self._closed:
+            raise trio.EndOfChannel
+        if self._failure is not None:
+            raise TransportError(self._failure)
+        frame = self._next_frame()
+        if frame is None:
+            raise trio.WouldBlock
+        return frame
+
     async def receive(self) -> Frame:
-        await trio.lowlevel.checkpoint()
+        # No schedule point of our own: waiting for input is one, and the
+        # reader yields after each burst it drains (see Peer._read_loop).
+        await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             if self._closed:
                 raise trio.EndOfChannel
