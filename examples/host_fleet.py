@@ -35,17 +35,17 @@ from typing import Any
 
 import trio
 
-from trio_mcp.actors._connection import (
+from trio_mcp.actors import (
     Connected,
     Connection,
     ConnectionEvent,
     ConnectionFailed,
     ConnectionSettings,
     Disconnected,
+    Host,
     ListsRefreshed,
     ReconnectScheduled,
 )
-from trio_mcp.actors._host import Host
 from trio_mcp.protocol import ConnectionClosed, McpError, ToolAnnotations
 from trio_mcp.supervision import Backoff
 from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
