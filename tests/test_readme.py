@@ -18,7 +18,7 @@ def test_readme_python_example_runs() -> None:
 
 def test_demo_command_shows_a_working_session() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "trio_mcp.cli", "demo", "--calls", "50"],
+        [sys.executable, "-m", "trio_mcp.cli", "demo", "--calls", "50", "--fleet-calls", "120"],
         capture_output=True, text=True, timeout=60,
     )
     assert out.returncode == 0, out.stderr
@@ -26,3 +26,7 @@ def test_demo_command_shows_a_working_session() -> None:
     assert "countdown -> liftoff" in out.stdout
     assert "isError=True" in out.stdout
     assert "calls/s" in out.stdout
+    # the supervised fleet: a crash, a reconnect, and the load run's summary
+    assert "flaky: disconnected" in out.stdout and "flaky: reconnected" in out.stdout
+    summary = [line for line in out.stdout.splitlines() if line.startswith("fleet: 120 calls")]
+    assert summary and " ok, " in summary[0], out.stdout

@@ -104,3 +104,129 @@ async def run_demo(*, calls: int = 2000, out: Any = print) -> None:
 def main() -> int:
     trio.run(run_demo)
     return 0
+
+
+# ------------------------------------------------------------------ fleet
+
+
+def serve_demo_stdio(*, crash_after: int | None = None) -> None:
+    """Serve the demo server over stdio; with ``crash_after``, the process
+    dies (exit status 1) on that many ``echo`` calls: a flaky server."""
+    import os
+    import sys
+
+    from ..transports.stdio import stdio_server_stream
+
+    app = build_demo_server()
+    calls = 0
+
+    @app.tool
+    def echo(text: str) -> str:
+        """Echo the text (the flaky server dies now and then)."""
+        nonlocal calls
+        calls += 1
+        if crash_after is not None and calls >= crash_after:
+            print(f"demo server: crashing on purpose after {calls} calls", file=sys.stderr, flush=True)
+            os._exit(1)
+        return text
+
+    async def serve() -> None:
+        async with stdio_server_stream() as stream:
+            await app.serve(stream)
+
+    trio.run(serve)
+
+
+async def run_fleet(*, calls: int = 300, out: Any = print) -> dict[str, int]:
+    """A Host supervising three stdio demo servers, one of which crashes now
+    and then, driven by a short load run through the host's registry."""
+    import sys
+
+    from ..actors import (
+        Connected,
+        ConnectionSettings,
+        Disconnected,
+        Host,
+        ReconnectScheduled,
+    )
+    from ..protocol import ConnectionClosed
+    from ..supervision import Backoff
+    from ..transports.stdio import StdioServerParameters, StdioTransport
+
+    settings = ConnectionSettings(
+        backoff=Backoff(initial=0.05, maximum=0.5, reset_after=5.0), max_restarts=100, max_seconds=10.0
+    )
+    lives = {"flaky": 0}
+
+    def factory(name: str) -> Any:
+        def make() -> StdioTransport:
+            args = ["-m", "trio_mcp.cli", "demo-server"]
+            if name == "flaky":
+                lives["flaky"] += 1
+                args += ["--crash-after", str(7 + 5 * (lives["flaky"] % 3))]
+            return StdioTransport(
+                StdioServerParameters(command=sys.executable, args=tuple(args), inherit_env=True, name=name)
+            )
+
+        return make
+
+    # The transports log each exit; the events below already tell the story.
+    import logging
+
+    logging.getLogger("trio_mcp").setLevel(logging.ERROR)
+    tally = {"ok": 0, "connection_lost": 0, "reconnects": 0}
+    start = trio.current_time()
+
+    def say(text: str) -> None:
+        out(f"  [{trio.current_time() - start:5.2f}s] {text}")
+
+    async def watch(name: str, conn: Any) -> None:
+        async for event in conn.events():
+            if isinstance(event, Connected) and event.connects > 1:
+                tally["reconnects"] += 1
+                say(f"{name}: reconnected (connect #{event.connects})")
+            elif isinstance(event, Disconnected):
+                reason = " ".join(event.reason.split())
+                say(f"{name}: disconnected: {reason[:110]}")
+            elif isinstance(event, ReconnectScheduled):
+                say(f"{name}: restart in {event.delay:.2f} s (attempt {event.attempt})")
+
+    async with trio.open_nursery() as nursery:
+        host = await nursery.start(Host(settings=settings, consent_policy=_trust_all()).run)
+        for name in ("alpha", "beta", "flaky"):
+            conn = await host.add_server(name, factory(name))
+            nursery.start_soon(watch, name, conn)
+        say(f"fleet up: {len(host.tools())} tools behind one registry")
+        plan = [("alpha__add", {"a": 1, "b": 2}), ("beta__forecast", {"city": "Oslo"}), ("flaky__echo", {"text": "hi"})]
+        t0 = trio.current_time()
+        done = 0
+
+        async def worker(offset: int) -> None:
+            nonlocal done
+            while done < calls:
+                tool, args = plan[(done + offset) % len(plan)]
+                done += 1
+                try:
+                    with trio.fail_after(10):
+                        await host.call_tool(tool, args)
+                    tally["ok"] += 1
+                except ConnectionClosed:
+                    tally["connection_lost"] += 1
+
+        async with trio.open_nursery() as load:
+            for i in range(4):
+                load.start_soon(worker, i)
+        elapsed = trio.current_time() - t0
+        out(
+            f"fleet: {calls} calls in {elapsed:.2f} s through the host: {tally['ok']} ok, "
+            f"{tally['connection_lost']} failed at once with ConnectionClosed while a server was down, "
+            f"{tally['reconnects']} reconnects"
+        )
+        nursery.cancel_scope.cancel()
+    return tally
+
+
+def _trust_all() -> Any:
+    from ..actors import ConsentPolicy
+
+    return ConsentPolicy(trusted_servers=frozenset({"alpha", "beta", "flaky"}))

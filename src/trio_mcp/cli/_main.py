@@ -25,6 +25,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run an embedded server and client, printing what they exchange")
     demo.add_argument("--calls", type=int, default=2000, help="tools/call round trips to time at the end")
+    demo.add_argument("--fleet-calls", type=int, default=300, help="calls of the supervised-fleet load run")
+    served = sub.add_parser("demo-server", help=argparse.SUPPRESS)
+    served.add_argument("--crash-after", type=int, default=None)
     run = sub.add_parser("run", help="serve a server object from a Python file")
     run.add_argument("app", metavar="FILE.py[:OBJ]")
     run.add_argument("-t", "--transport", choices=("stdio", "http", "sse", "ws"), default="stdio")
@@ -142,9 +145,17 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "demo":
-            from ._demo import run_demo
+            from ._demo import run_demo, run_fleet
 
+            print("== one server and one client, in memory")
             trio.run(lambda: run_demo(calls=args.calls))
+            print("== a host supervising three stdio servers (one crashes now and then), under load")
+            trio.run(lambda: run_fleet(calls=args.fleet_calls))
+            return 0
+        if args.command == "demo-server":
+            from ._demo import serve_demo_stdio
+
+            serve_demo_stdio(crash_after=args.crash_after)
             return 0
         if args.command == "run":
             from ._targets import load_app, serve
