@@ -488,3 +488,42 @@ def test_client_settings_validation() -> None:
     transport = StreamableHttpTransport("http://127.0.0.1:1/mcp", headers={"X-A": "1"}, max_reconnects=1)
     assert transport.settings.max_reconnects == 1
     assert transport.headers == {"x-a": "1"}
+
+
+# ------------------------------------------------------- the stateless era
+
+
+async def test_stateless_era_over_http() -> None:
+    """era="modern": no session, every request mirrors its body in headers
+    (the server refuses those that do not), sampling as an input-required
+    retry, progress and logging on the request's own stream."""
+
+    async def sampling(params: Any) -> CreateMessageResult:
+        return CreateMessageResult(role="assistant", content=TextContent(text="42"), model="m")
+
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params.data)
+
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    with trio.fail_after(TIMEOUT):
+        async with serving() as server, connect(
+            server.url, era="modern", sampling_handler=sampling, on_log=on_log
+        ) as (client, stream):
+            assert client.era == "modern" and client.protocol_version == "2026-07-28"
+            assert stream.session_id is None
+            assert (await client.call_tool("echo", {"text": "stateless"})).content[0].text == "stateless"  # type: ignore[union-attr]
+            assert (await client.call_tool("ask", {"question": "?"})).content[0].text == "model said 42"  # type: ignore[union-attr]
+            assert (await client.call_tool("count", {"upto": 3}, on_progress=on_progress)).structured_content == {
+                "result": 3
+            }
+            assert progress == [1, 2, 3]
+            await client.set_logging_level("info")
+            await client.call_tool("chatty")
+            assert logs == ["visible", {"also": "visible"}]
+            assert server.statistics().sessions == 0

@@ -569,16 +569,50 @@ async def test_stateless_modern_request_needs_no_session() -> None:
             meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
             request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "echo", "arguments": {"text": "stateless"}, "_meta": meta}}
-            response = await client.post(
-                url, content=json.dumps(request), headers={**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28"}
-            )
+            mirrored = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}
+            response = await client.post(url, content=json.dumps(request), headers={**ACCEPT_BOTH, **mirrored})
             assert response.status_code == 200
             assert "mcp-session-id" not in response.headers
             assert response.json()["result"]["content"][0]["text"] == "stateless"
             assert server.statistics().sessions == 0
-            # The version in _meta is enough.
-            response = await client.post(url, content=json.dumps(request), headers=ACCEPT_BOTH)
-            assert response.json()["result"]["content"][0]["text"] == "stateless"
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"mcp-method": None}, "Mcp-Method header is missing"),
+        ({"mcp-method": "tools/list"}, "does not match the body's method"),
+        ({"mcp-name": None}, "Mcp-Name header is missing"),
+        ({"mcp-name": "other"}, "Mcp-Name header does not match params.name"),
+        ({"mcp-protocol-version": None}, "MCP-Protocol-Version header does not match"),
+        ({"mcp-name": "=?base64?ZWNobw==?="}, None),  # "echo", base64-wrapped: accepted
+        ({"mcp-name": "=?base64?not base64?="}, "Mcp-Name header is missing or malformed"),
+    ],
+)
+async def test_stateless_requests_must_mirror_their_body_in_headers(change: dict, problem: str | None) -> None:
+    """2026-07-28: Mcp-Method, Mcp-Name and MCP-Protocol-Version mirror the body;
+    a missing or mismatching one is HTTP 400 with JSON-RPC error -32020."""
+    async with serving() as (server, url), http() as client:
+        with trio.fail_after(TIMEOUT):
+            meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
+            request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta}}
+            headers = {**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+                       "mcp-name": "echo"}
+            for key, value in change.items():
+                if value is None:
+                    headers.pop(key)
+                else:
+                    headers[key] = value
+            response = await client.post(url, content=json.dumps(request), headers=headers)
+            if problem is None:
+                assert response.status_code == 200
+                assert response.json()["result"]["content"][0]["text"] == "x"
+            else:
+                assert response.status_code == 400
+                body = response.json()
+                assert body["id"] == 7 and body["error"]["code"] == -32020
+                assert problem in body["error"]["message"]
 
 
 async def test_stateless_subscriptions_listen_streams_on_its_post() -> None:
@@ -588,7 +622,7 @@ async def test_stateless_subscriptions_listen_streams_on_its_post() -> None:
             meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
             listen = {"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
                       "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}}
-            headers = {**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28"}
+            headers = {**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}
             async with client.stream("POST", url, content=json.dumps(listen), headers=headers) as stream:
                 assert stream.headers["content-type"].startswith("text/event-stream")
                 decoder = SseDecoder()

@@ -20,6 +20,7 @@ __all__ = [
     "RESOURCE_NOT_FOUND",
     "URL_ELICITATION_REQUIRED",
     "MISSING_CLIENT_CAPABILITY",
+    "HEADER_MISMATCH",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "McpError",
     "ParseError",
@@ -31,6 +32,7 @@ __all__ = [
     "ResourceNotFound",
     "UrlElicitationRequired",
     "MissingClientCapability",
+    "HeaderMismatch",
     "UnsupportedProtocolVersion",
     "ConnectionClosed",
     "error_from_code",
@@ -48,6 +50,7 @@ RESOURCE_NOT_FOUND = -32002  # MCP: resources/read of an unknown URI
 REQUEST_CANCELLED = -32800  # local only: never sent for a cancelled request
 CONNECTION_CLOSED = -32000
 URL_ELICITATION_REQUIRED = -32042  # MCP 2025-11-25
+HEADER_MISMATCH = -32020  # MCP 2026-07-28, Streamable HTTP
 MISSING_CLIENT_CAPABILITY = -32021  # MCP 2026-07-28
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # MCP 2026-07-28
 
@@ -139,6 +142,13 @@ class MissingClientCapability(McpError):
     default_message = "Missing required client capability"
 
 
+class HeaderMismatch(McpError):
+    """Streamable HTTP headers that do not mirror the request body (-32020)."""
+
+    code = HEADER_MISMATCH
+    default_message = "Header mismatch"
+
+
 class UnsupportedProtocolVersion(McpError):
     """The protocol version is not supported (-32022)."""
 
@@ -165,6 +175,7 @@ _BY_CODE: dict[int, type[McpError]] = {
         ResourceNotFound,
         UrlElicitationRequired,
         MissingClientCapability,
+        HeaderMismatch,
         UnsupportedProtocolVersion,
         ConnectionClosed,
     )

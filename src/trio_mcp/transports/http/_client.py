@@ -50,6 +50,7 @@ from ...protocol import (
     error_response,
 )
 from .._base import TransportClosed, TransportError
+from ._headers import modern_headers
 from ._sse import SseDecoder, SseError
 
 __all__ = ["StreamableHttpTransport", "HttpClientStream", "HttpClientSettings"]
@@ -241,9 +242,9 @@ class HttpClientStream:
         self._tasks.start_soon(self._get_task)
 
     async def _post_oneway(self, message: Any) -> None:
-        request = self._client.build_request(
-            "POST", self.url, content=encode(message), headers=self._headers(post=True)
-        )
+        headers = self._headers(post=True)
+        headers.update(modern_headers(message))
+        request = self._client.build_request("POST", self.url, content=encode(message), headers=headers)
         try:
             with trio.fail_after(self.settings.post_timeout):
                 response = await self._client.send(request, stream=True)
@@ -298,7 +299,8 @@ class HttpClientStream:
         timeout = httpx.Timeout(settings.post_timeout, connect=settings.connect_timeout, read=None)
         decoder = SseDecoder(settings.max_message_size)
         request = self._client.build_request(
-            "POST", self.url, content=encode(message), headers=self._headers(post=True), timeout=timeout
+            "POST", self.url, content=encode(message), headers={**self._headers(post=True), **modern_headers(message)},
+            timeout=timeout
         )
         response = await self._client.send(request, stream=True)
         try:

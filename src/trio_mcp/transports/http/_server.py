@@ -99,6 +99,7 @@ import trio
 from msgspec import Struct
 
 from ...protocol import (
+    HeaderMismatch,
     HANDSHAKE_VERSIONS,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
@@ -116,6 +117,7 @@ from ...protocol import (
 )
 from .._base import RELATED_REQUEST, TransportClosed
 from ._eventstore import EventStore, MemoryEventStore, StoredEvent
+from ._headers import header_mismatch
 from ._security import LOCAL_HOSTS, HostPolicy
 from ._sse import PING, format_event, format_retry
 
@@ -1040,6 +1042,12 @@ class StreamableHttpApp:
         elif SESSION_HEADER not in headers and self._stateless_request(headers, requests):
             if not requests:
                 await _respond(send, 202, b"")
+                return
+            if batch:
+                raise _HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
+            mismatch = header_mismatch(headers, requests[0])
+            if mismatch is not None:
+                await _respond(send, 400, encode(error_response(requests[0].id, HeaderMismatch(mismatch))))
                 return
             session = await self._start_session(None)
             session.store = None  # nothing to resume without a session
