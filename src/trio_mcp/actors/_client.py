@@ -178,6 +178,7 @@ class ClientSession:
         #: "handshake" or "modern" once connected.
         self.era: str | None = None
         self._log_level: str | None = None
+        self._meta_cache: tuple[Any, dict[str, Any]] | None = None
         self._listen_scope: trio.CancelScope | None = None
         self._listen_filter = SubscriptionFilter()
         self._modern_subscriptions: set[str] = set()
@@ -257,16 +258,22 @@ class ClientSession:
         ERA_CACHE.set(self.server_key, self.era or "handshake")
 
     def _modern_meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            META_PROTOCOL_VERSION: self.protocol_version or MODERN_VERSIONS[-1],
-            META_CLIENT_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
-            META_CLIENT_INFO: msgspec.to_builtins(self.client_info),
-        }
-        if self._log_level is not None:
-            meta[META_LOG_LEVEL] = self._log_level
+        """The ``_meta`` every stateless request carries. Built once and
+        shared (read-only) until the version or log level changes."""
+        cached = self._meta_cache
+        key = (self.protocol_version, self._log_level)
+        if cached is None or cached[0] != key:
+            meta: dict[str, Any] = {
+                META_PROTOCOL_VERSION: self.protocol_version or MODERN_VERSIONS[-1],
+                META_CLIENT_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
+                META_CLIENT_INFO: msgspec.to_builtins(self.client_info),
+            }
+            if self._log_level is not None:
+                meta[META_LOG_LEVEL] = self._log_level
+            cached = self._meta_cache = (key, meta)
         if extra:
-            meta.update(extra)
-        return meta
+            return {**cached[1], **extra}
+        return cached[1]
 
     async def _discover(self, *, strict: bool) -> bool:
         """Probe; True when the server answered as a modern server."""
@@ -345,10 +352,16 @@ class ClientSession:
         """A stateless request: ``_meta`` carries version and capabilities;
         input-required results are answered by the same handlers as the
         handshake era's server-to-client requests, then retried."""
-        base = _params_dict(params)
-        data = dict(base)
-        for _ in range(MAX_INPUT_ROUNDS):
+        if isinstance(params, msgspec.Struct) and "input_responses" in params.__struct_fields__:
+            # tools/call, prompts/get, resources/read: stay a Struct (no dict round trip)
+            own = params.meta if isinstance(params.meta, dict) else None  # type: ignore[attr-defined]
+            data: Any = msgspec.structs.replace(params, meta=self._modern_meta(own))
+            base: Any = None
+        else:
+            base = _params_dict(params)
+            data = dict(base)
             data["_meta"] = self._modern_meta(base.get("_meta"))
+        for _ in range(MAX_INPUT_ROUNDS):
             raw = await self.peer.request(method, data, on_progress=on_progress)
             if result_type_of(raw) != RESULT_INPUT_REQUIRED:
                 if result_type is None:
@@ -361,10 +374,15 @@ class ClientSession:
             responses: dict[str, Any] = {}
             for key, question in ({} if need.input_requests is UNSET else need.input_requests).items():
                 responses[key] = await self._answer(question)
-            data = dict(base)  # a fresh dict each round: what was sent is never changed
-            data["inputResponses"] = responses
-            if need.request_state is not UNSET:
-                data["requestState"] = need.request_state
+            # A fresh object each round: what was sent is never changed.
+            if base is None:
+                data = msgspec.structs.replace(data, input_responses=responses, request_state=need.request_state)
+            else:
+                data = {**data, "inputResponses": responses}
+                if need.request_state is not UNSET:
+                    data["requestState"] = need.request_state
+                else:
+                    data.pop("requestState", None)
         raise InvalidParams(f"{method}: more than {MAX_INPUT_ROUNDS} input-required rounds")
 
     async def _answer(self, question: Any) -> Any:

@@ -180,6 +180,10 @@ class ServerSession:
         self.state: dict[str, Any] = {}
         self._initialized_event = trio.Event()
         self._listeners: dict[int | str, SubscriptionFilter] = {}
+        # The last decoded client capabilities / info of a stateless request,
+        # by identity of the raw object (a strong reference: ids never recur).
+        self._caps_cache: tuple[Any, ClientCapabilities] | None = None
+        self._info_cache: tuple[Any, Implementation | None] | None = None
         self._post_send, self._post_recv = trio.open_memory_channel[tuple[str, Any]](self.notification_queue_size)
         self.notifications_dropped = 0
 
@@ -254,10 +258,15 @@ class ServerSession:
         raw_caps = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(raw_caps, dict):
             raise InvalidParams(f"{method}: _meta[{META_CLIENT_CAPABILITIES!r}] is required in this protocol era")
-        try:
-            caps = msgspec.convert(raw_caps, ClientCapabilities)
-        except msgspec.ValidationError as exc:
-            raise InvalidParams(f"{method}: invalid client capabilities: {exc}") from None
+        cache = self._caps_cache
+        if cache is not None and cache[0] is raw_caps:
+            caps = cache[1]  # the same object again (in-memory zero-copy clients share theirs)
+        else:
+            try:
+                caps = msgspec.convert(raw_caps, ClientCapabilities)
+            except msgspec.ValidationError as exc:
+                raise InvalidParams(f"{method}: invalid client capabilities: {exc}") from None
+            self._caps_cache = (raw_caps, caps)
         level = meta.get(META_LOG_LEVEL)
         if level is not None and (not isinstance(level, str) or level not in _LEVEL_RANK):
             raise InvalidParams(
@@ -266,10 +275,15 @@ class ServerSession:
         client_info = None
         raw_info = meta.get(META_CLIENT_INFO)
         if isinstance(raw_info, dict):
-            try:
-                client_info = msgspec.convert(raw_info, Implementation)
-            except msgspec.ValidationError:
-                client_info = None
+            cached_info = self._info_cache
+            if cached_info is not None and cached_info[0] is raw_info:
+                client_info = cached_info[1]
+            else:
+                try:
+                    client_info = msgspec.convert(raw_info, Implementation)
+                except msgspec.ValidationError:
+                    client_info = None
+                self._info_cache = (raw_info, client_info)
         if method == "server/discover":
             return self._discover()
         if not method_available(method, version, sender="client"):
