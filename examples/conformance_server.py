@@ -25,6 +25,10 @@ Scenarios served (``npx @modelcontextprotocol/conformance server --url ...``):
 Not served by this module (transport level): ``server-sse-multiple-streams``,
 ``dns-rebinding-protection``.
 
+With ``--stateless-fixtures`` (:func:`add_stateless_fixtures`): the diagnostic
+tools and the prompt that ``server-stateless`` and ``input-required-result-*``
+(conformance 0.2, protocol 2026-07-28) call by name.
+
 Declared capabilities: tools, resources (with ``subscribe``), prompts,
 logging and completions.
 """
@@ -51,7 +55,7 @@ from trio_mcp.protocol import (
 )
 from trio_mcp.server import Audio, Context, Image, MCPServer
 
-__all__ = ["app", "main", "PNG_1X1_RED", "WAV_SILENCE"]
+__all__ = ["app", "main", "add_stateless_fixtures", "PNG_1X1_RED", "WAV_SILENCE"]
 
 
 # ------------------------------------------------------------------ media
@@ -261,11 +265,23 @@ JSON_SCHEMA_2020_12_INPUT: dict[str, Any] = {
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    # SEP-2106 (conformance 0.2): composition and conditional keywords survive too.
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
@@ -275,7 +291,13 @@ JSON_SCHEMA_2020_12_INPUT: dict[str, Any] = {
     description="Tool with JSON Schema 2020-12 features",
     input_schema=JSON_SCHEMA_2020_12_INPUT,
 )
-def json_schema_2020_12_tool(name: str | None = None, address: Address | None = None) -> str:
+def json_schema_2020_12_tool(
+    name: str | None = None,
+    address: Address | None = None,
+    contactMethod: str | None = None,  # noqa: N803 - wire name
+    phone: str | None = None,
+    email: str | None = None,
+) -> str:
     return f"Received: name={name!r}, address={_json(address)}"
 
 
@@ -399,6 +421,171 @@ def complete_template_id(value: str, context: dict[str, str]) -> list[str]:
     return [v for v in _TEMPLATE_IDS if v.startswith(value)]
 
 
+# ------------------------------------------- stateless-era diagnostic fixtures
+#
+# The 2026-07-28 scenarios of conformance 0.2 (``server-stateless``,
+# ``input-required-result-*``) call diagnostic tools and a prompt by name.
+# They are registered by ``add_stateless_fixtures`` (``--stateless-fixtures``),
+# not by default, so the default fixture lists what it always listed.
+
+
+def add_stateless_fixtures(server: MCPServer = app) -> None:
+    """Register the tools and the prompt the 2026-07-28 scenarios call.
+
+    Every one asks through the ordinary ``Context`` API (in the stateless era a
+    question ends the round with an ``InputRequiredResult`` whose keys
+    trio-mcp names itself), except two whose answers the suite fixes: the
+    ``user_name`` key of ``test_input_required_result_elicitation`` and the
+    three questions in one round of ``test_input_required_result_multiple_inputs``;
+    those are answered by a ``tools/call`` wrapper with raw input requests."""
+    from trio_mcp.protocol import (
+        CallToolRequestParams,
+        CallToolResult,
+        CreateMessageRequest,
+        CreateMessageRequestParams,
+        ElicitRequest,
+        ElicitRequestParams,
+        ElicitResult,
+        InputRequiredResult,
+        InvalidParams,
+        ListRootsRequest,
+        SamplingMessage,
+        coerce,
+    )
+
+    def form(field: str, kind: str = "string") -> dict[str, Any]:
+        return {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+
+    def answer(result: Any, field: str) -> Any:
+        content = result.content if result.content is not msgspec.UNSET else {}
+        return content.get(field)
+
+    @server.tool(description="Needs the client's sampling capability (-32021 without it)")
+    async def test_missing_capability(ctx: Context) -> str:
+        await ctx.sample("Say yes.", max_tokens=5)
+        return "Success"
+
+    @server.tool(description="Asks the user through elicitation while the call is open")
+    async def test_streaming_elicitation(ctx: Context) -> str:
+        result = await ctx.elicit("Continue?", form("ok", "boolean"))
+        return f"Streaming complete: {result.action}"
+
+    @server.tool(description="Logs at info level (only when the request asked for logs)")
+    async def test_logging_tool(ctx: Context) -> str:
+        await ctx.info("Diagnostic trace logging activated")
+        return "Logging evaluated"
+
+    @server.tool(description="Re-registers itself: the tool list changes")
+    def test_trigger_tool_change() -> str:
+        server.add_tool(test_trigger_tool_change, description="Re-registers itself: the tool list changes")
+        return "Mutation triggered"
+
+    @server.tool(description="Re-registers a prompt: the prompt list changes")
+    def test_trigger_prompt_change() -> str:
+        server.prompt(test_simple_prompt)
+        return "Mutation triggered"
+
+    @server.tool(description="MRTR: asks for one sampling")
+    async def test_input_required_result_sampling(ctx: Context) -> str:
+        result = await ctx.sample("What is the capital of France?", max_tokens=100)
+        return f"Sampling result: {getattr(result.content, 'text', 'no response')}"
+
+    @server.tool(description="MRTR: asks for the client's roots")
+    async def test_input_required_result_list_roots(ctx: Context) -> str:
+        return f"Found {len(await ctx.list_roots())} root(s)"
+
+    @server.tool(description="MRTR: asks for a confirmation; the answer comes back with requestState")
+    async def test_input_required_result_request_state(ctx: Context) -> str:
+        result = await ctx.elicit("Please confirm", form("ok", "boolean"))
+        return f"state-ok: confirmed={answer(result, 'ok')}"
+
+    @server.tool(description="MRTR: two rounds, the second asked after the first was answered")
+    async def test_input_required_result_multi_round(ctx: Context) -> str:
+        name = answer(await ctx.elicit("Step 1: What is your name?", form("name")), "name")
+        color = answer(await ctx.elicit("Step 2: What is your favorite color?", form("color")), "color")
+        return f"Multi-round complete for {name} who likes {color}"
+
+    @server.tool(description="MRTR: asks for a confirmation (requestState is authenticated)")
+    async def test_input_required_result_tampered_state(ctx: Context) -> str:
+        await ctx.elicit("Please confirm", form("ok", "boolean"))
+        return "integrity-ok: state verified"
+
+    @server.tool(description="MRTR: asks only for what the client declared")
+    async def test_input_required_result_capabilities(ctx: Context) -> str:
+        caps = ctx.client_capabilities
+        received = []
+        if caps.elicitation is not msgspec.UNSET:
+            await ctx.elicit("Elicitation input", form("value"))
+            received.append("elicitation")
+        if caps.sampling is not msgspec.UNSET:
+            await ctx.sample("Sample request", max_tokens=50)
+            received.append("sampling")
+        if not received:
+            return "No supported capabilities declared"
+        return f"capabilities-ok: received {','.join(received)}"
+
+    @server.prompt(description="MRTR: a prompt that needs elicitation input")
+    async def test_input_required_result_prompt(ctx: Context) -> str:
+        result = await ctx.elicit("What context should the prompt use?", form("context"))
+        return f"Prompt with context: {answer(result, 'context')}"
+
+    # --- the two whose input request keys / batching the suite fixes
+
+    question = {"message": "What is your name?", "requestedSchema": form("name")}
+    user_name = ElicitRequest(params=msgspec.convert(question, ElicitRequestParams))
+    multiple = {
+        "user_name": user_name,
+        "greeting": CreateMessageRequest(
+            params=CreateMessageRequestParams(
+                messages=[SamplingMessage(role="user", content=TextContent(text="Generate a greeting"))],
+                max_tokens=50,
+            )
+        ),
+        "client_roots": ListRootsRequest(),
+    }
+
+    def responses(params: CallToolRequestParams) -> dict[str, Any]:
+        return {} if params.input_responses is msgspec.UNSET else params.input_responses
+
+    def elicited(raw: Any) -> ElicitResult:
+        try:
+            return coerce(raw, ElicitResult)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidParams(f"inputResponses['user_name'] is not an ElicitResult: {exc}") from None
+
+    @server.tool(description="MRTR: asks for the user's name (input request key user_name)")
+    async def test_input_required_result_elicitation(ctx: Context) -> str:
+        result = await ctx.elicit("What is your name?", form("name"))  # handshake era
+        return f"Hello, {answer(result, 'name')}!"
+
+    @server.tool(description="MRTR: asks for elicitation, sampling and roots in one round")
+    async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+        name = answer(await ctx.elicit("What is your name?", form("name")), "name")  # handshake era
+        await ctx.sample("Generate a greeting", max_tokens=50)
+        return f"Hello, {name}! ({len(await ctx.list_roots())} root(s))"
+
+    call_tool = server.request_handlers["tools/call"].fn
+
+    async def call_tool_fixed_keys(ctx: Context, params: CallToolRequestParams) -> Any:
+        if ctx.modern is None or params.name not in (
+            "test_input_required_result_elicitation",
+            "test_input_required_result_multiple_inputs",
+        ):
+            return await call_tool(ctx, params)
+        got = responses(params)
+        if params.name == "test_input_required_result_elicitation":
+            if "user_name" not in got:
+                return InputRequiredResult(input_requests={"user_name": user_name})
+            name = answer(elicited(got["user_name"]), "name")
+            return CallToolResult(content=[TextContent(text=f"Hello, {name}!")])
+        if not set(multiple) <= set(got) or params.request_state is msgspec.UNSET:
+            return InputRequiredResult(input_requests=multiple, request_state="multiple-inputs-round-1")
+        name = answer(elicited(got["user_name"]), "name")
+        return CallToolResult(content=[TextContent(text=f"Hello, {name}! All three inputs received.")])
+
+    server.set_request_handler("tools/call", CallToolRequestParams, call_tool_fixed_keys)
+
+
 # ---------------------------------------------------------------- helpers
 
 
@@ -433,7 +620,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     parser.add_argument("--port", type=int, default=0, help="HTTP port (0: any free port, printed)")
+    parser.add_argument(
+        "--stateless-fixtures",
+        action="store_true",
+        help="also serve the diagnostic tools and prompt of the 2026-07-28 scenarios (conformance 0.2)",
+    )
     args = parser.parse_args(argv)
+    if args.stateless_fixtures:
+        add_stateless_fixtures()
     if args.http:
         trio.run(serve_http, args.port)
     else:

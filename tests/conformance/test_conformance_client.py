@@ -1,0 +1,385 @@
+"""The official conformance suite against trio-mcp's client (``examples/conformance_client.py``).
+
+* 0.1.16 ``client --scenario S`` for ``initialize``, ``tools_call``,
+  ``elicitation-sep1034-client-defaults`` and ``sse-retry``, one suite run
+  each, no baseline (so the client's own exit status and WARNING checks
+  count): each must exit 0.
+* 0.2.0-alpha.12 ``client --requirements 2026-07-28`` (stateless era), with a
+  baseline listing the authorization extensions: exit 0, one test per
+  scenario, one strict xfail per known gap.
+* Our client with ``era="auto"`` against two real servers over stdio: the
+  SDK-based ``mcp-server-time`` answers ``server/discover`` (2026-07-28),
+  ``@modelcontextprotocol/server-everything`` does not (handshake era).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from trio_mcp import ClientSession, open_session
+from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
+
+from .conftest import (
+    HERE,
+    Gap,
+    Plan,
+    SuiteRun,
+    assert_gap_closed,
+    assert_reported,
+    assert_scenario_passes,
+    client_command,
+    details,
+    npm_path,
+    run_suite,
+    sdk_path,
+)
+
+pytestmark = pytest.mark.interop
+
+#: Bound of one single-scenario run (healthy: ~1.5 s).
+SCENARIO_RUN_TIMEOUT = 90.0
+#: Bound of the 2026-07-28 requirement run (healthy: ~20 s; its scenarios run in parallel).
+REQUIREMENTS_RUN_TIMEOUT = 150.0
+#: Per-scenario timeout the suite applies to the client, in ms.
+CLIENT_TIMEOUT_MS = "30000"
+#: Bound of each real-peer session test.
+PEER_TIMEOUT = 30.0
+
+# ------------------------------------------------------------ 0.1.16
+
+V0_1_16 = Plan(
+    key="0.1.16",
+    scenarios=("initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"),
+)
+
+
+@pytest.fixture(scope="module")
+def runs_0_1_16(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SuiteRun]:
+    """One suite run per scenario, in turn (sse-retry measures timing: no parallel load)."""
+    command = client_command()
+    return {
+        scenario: run_suite(
+            "0.1.16",
+            ["client", "--command", command, "--scenario", scenario, "--timeout", CLIENT_TIMEOUT_MS],
+            tmp_path_factory.mktemp("c016"),
+            timeout=SCENARIO_RUN_TIMEOUT,
+        )
+        for scenario in V0_1_16.scenarios
+    }
+
+
+@pytest.mark.parametrize("scenario", V0_1_16.scenarios)
+def test_0_1_16_scenario_exit_status(runs_0_1_16: dict[str, SuiteRun], scenario: str) -> None:
+    """Exit 0: no FAILURE, no WARNING, and the client itself exited 0."""
+    run = runs_0_1_16[scenario]
+    assert "Client exited with code" not in run.output, run.output[-3000:]
+    assert run.returncode == 0, f"{run.describe()}; output tail:\n{run.output[-3000:]}"
+
+
+@pytest.mark.parametrize(("plan", "scenario"), V0_1_16.check_cases())
+def test_0_1_16_scenario(runs_0_1_16: dict[str, SuiteRun], plan: Plan, scenario: str) -> None:
+    run = runs_0_1_16[scenario]
+    assert_reported(run, Plan(key=plan.key, scenarios=(scenario,)))
+    assert_scenario_passes(run, plan, scenario)
+
+
+def test_0_1_16_initialize_details(runs_0_1_16: dict[str, SuiteRun]) -> None:
+    seen = details(runs_0_1_16["initialize"], "initialize", "mcp-client-initialization")
+    assert seen["versionMatch"] is True and seen["protocolVersionSent"] == "2025-11-25"
+    assert (seen["clientName"], seen["clientVersion"]) == ("trio-mcp-conformance-client", "0.1.0")
+
+
+def test_0_1_16_tools_call_details(runs_0_1_16: dict[str, SuiteRun]) -> None:
+    seen = details(runs_0_1_16["tools_call"], "tools_call", "tool-add-numbers")
+    assert seen == {"a": 2, "b": 3, "result": 5}
+
+
+def test_0_1_16_elicitation_defaults_are_the_defaults(runs_0_1_16: dict[str, SuiteRun]) -> None:
+    """The suite only checks each field's type; the values must be the schema's defaults."""
+    run = runs_0_1_16["elicitation-sep1034-client-defaults"]
+    scenario = "elicitation-sep1034-client-defaults"
+    for kind in ("string", "integer", "number", "enum", "boolean"):
+        seen = details(run, scenario, f"client-elicitation-sep1034-{kind}-default")
+        assert seen["receivedValue"] == seen["expectedDefault"], (kind, seen)
+        assert type(seen["receivedValue"]) is type(seen["expectedDefault"]), (kind, seen)
+
+
+def test_0_1_16_sse_retry_resumes_the_closed_stream(runs_0_1_16: dict[str, SuiteRun]) -> None:
+    """The resuming GET names the last event of the tools/call stream the server closed."""
+    run = runs_0_1_16["sse-retry"]
+    primings = [
+        c["details"]["eventId"]
+        for c in run.checks("sse-retry")
+        if c["id"] == "outgoing-sse-event"
+        and c["description"].startswith("Sent SSE priming event for tools/call")
+    ]
+    assert len(primings) == 1, primings
+    assert details(run, "sse-retry", "client-sse-last-event-id")["lastEventIds"] == primings
+    timing = details(run, "sse-retry", "client-sse-retry-timing")
+    assert timing["withinTolerance"] is True, timing
+
+
+# ------------------------------------------------------------ 2026-07-28
+
+_NO_OAUTH = (
+    "trio-mcp's client has no OAuth 2.1 authorization support: the first HTTP 401 fails the connection"
+)
+
+#: Required authorization scenarios -> the requirement the suite states first.
+AUTH = {
+    "auth/metadata-default": "discover the protected resource metadata (path-based, then root) and the "
+    "authorization server metadata, register, authorize and request a token with the resource parameter",
+    "auth/metadata-var1": "complete the same flow with the metadata at its first variant location",
+    "auth/metadata-var2": "complete the same flow with the metadata at its second variant location",
+    "auth/metadata-var3": "complete the same flow with the metadata at its third variant location",
+    "auth/basic-cimd": "use a Client ID Metadata Document URL as client_id when the server supports it",
+    "auth/scope-from-www-authenticate": "request the scope named by WWW-Authenticate",
+    "auth/scope-from-scopes-supported": "request scopes_supported when WWW-Authenticate names none",
+    "auth/scope-omitted-when-undefined": "omit scope when none is defined",
+    "auth/scope-step-up": "re-authorize with the union of scopes on insufficient_scope",
+    "auth/scope-retry-limit": "bound the step-up retries",
+    "auth/token-endpoint-auth-basic": "authenticate at the token endpoint with client_secret_basic",
+    "auth/token-endpoint-auth-post": "authenticate at the token endpoint with client_secret_post",
+    "auth/token-endpoint-auth-none": "use token_endpoint_auth_method none",
+    "auth/pre-registration": "use pre-registered client credentials",
+    "auth/resource-mismatch": "Client MUST validate that PRM resource matches the server URL before "
+    "proceeding with authorization",
+    "auth/offline-access-scope": "request offline_access when the server supports it",
+    "auth/offline-access-not-supported": "not request offline_access when it is not supported",
+    "auth/authorization-server-migration": "Client MUST re-register with the new authorization server when "
+    "PRM authorization_servers changes (SEP-2352)",
+    "auth/iss-supported": "compare the iss authorization response parameter and proceed (SEP-2468)",
+    "auth/iss-not-advertised": "proceed when iss is absent and not advertised",
+    "auth/iss-supported-missing": "Client MUST reject authorization response when server advertised iss "
+    "support but iss is absent from redirect",
+    "auth/iss-wrong-issuer": "Client MUST reject authorization response when iss does not match the "
+    "authorization server issuer",
+    "auth/iss-unexpected": "Client MUST compare a present iss against the recorded issuer regardless of "
+    "metadata advertisement, and reject on mismatch",
+    "auth/iss-normalized": "Client MUST NOT apply ... normalization to iss before comparison",
+    "auth/metadata-issuer-mismatch": "Client MUST NOT use authorization server metadata whose issuer "
+    "differs from the issuer identifier used to construct the well-known URL",
+}
+
+
+def _requirement(text: str) -> str:
+    return text if text.startswith("Client") else f"Client MUST {text}"
+
+
+#: Authorization extensions (listed in baseline-client-2026-07-28.yml).
+AUTH_EXTENSIONS = (
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/enterprise-managed-authorization",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+)
+
+V2026 = Plan(
+    key="2026-07-28",
+    scenarios=(
+        "tools_call",
+        "request-metadata",
+        *AUTH,
+        "sep-2322-client-request-state",
+        "http-standard-headers",
+        "http-custom-headers",
+        "http-invalid-tool-headers",
+        "json-schema-ref-no-deref",
+    ),
+    unscored=("json-schema-2020-12-preservation",),
+    extensions=AUTH_EXTENSIONS,
+    gaps=(
+        Gap(
+            "request-metadata",
+            "sep-2575-client-retry-supported-version",
+            "BUG: request-metadata: Client retries with a supported version when first choice is rejected — "
+            "an UnsupportedProtocolVersionError (-32022 with data.supported) to server/discover ends the "
+            "connection instead of a retry with a version from data.supported",
+        ),
+        *(
+            Gap(
+                "http-custom-headers",
+                check,
+                f"MISSING: http-custom-headers: {text} (SEP-2243) — our client has no x-mcp-header support: "
+                "it sends no Mcp-Param-* header",
+            )
+            for check, text in (
+                ("sep-2243-client-supports-custom-headers", "Client supports custom headers: calls the "
+                 "x-mcp-header annotated tool and mirrors at least one parameter"),
+                ("sep-2243-client-mirrors-designated-params", "Client MUST include Mcp-Param-{Name} headers "
+                 "for x-mcp-header parameters"),
+                ("sep-2243-client-encode-values", "Client sends correct Mcp-Param-* values for integer and "
+                 "boolean parameters"),
+                ("sep-2243-client-base64-unsafe", "Client Base64-encodes (=?base64?...?=) values that are "
+                 "non-ASCII, carry control characters or leading/trailing whitespace"),
+            )
+        ),
+        *(
+            Gap(
+                "http-invalid-tool-headers",
+                check,
+                "MISSING: http-invalid-tool-headers: Client MUST NOT call a tool whose x-mcp-header is "
+                f"{text} (Clients MUST reject (exclude) such tools) — list_tools hands every tool to the "
+                "application, which calls it",
+            )
+            for check, text in (
+                ("sep-2243-x-mcp-header-not-empty", "empty"),
+                ("sep-2243-x-mcp-header-primitive-only", "on a non-primitive parameter (object, array)"),
+                ("sep-2243-x-mcp-header-unique", "a duplicate (case-insensitively)"),
+                ("sep-2243-x-mcp-header-charset", "not a valid header-name token (space, colon, non-ASCII, "
+                 "control character)"),
+            )
+        ),
+        *(
+            Gap(name, None, f"MISSING: {name}: {_requirement(text)} — {_NO_OAUTH}")
+            for name, text in AUTH.items()
+        ),
+    ),
+)
+
+#: Scenarios whose client run cannot end well, and why (the other ones must print "done").
+CLIENT_FAILS = {
+    g.scenario: g.reason
+    for g in V2026.gaps
+    if g.check in (None, "sep-2575-client-retry-supported-version")
+}
+
+
+@pytest.fixture(scope="module")
+def run_2026(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    return run_suite(
+        "0.2",
+        [
+            "client", "--command", client_command(), "--requirements", "2026-07-28",
+            "--timeout", CLIENT_TIMEOUT_MS,
+            "--expected-failures", str(HERE / "baseline-client-2026-07-28.yml"),
+        ],
+        tmp_path_factory.mktemp("c2026"),
+        timeout=REQUIREMENTS_RUN_TIMEOUT,
+    )
+
+
+@pytest.mark.parametrize("plan", [V2026.exit_case()])
+def test_2026_exit_status(run_2026: SuiteRun, plan: Plan) -> None:
+    assert run_2026.returncode == 0, f"{run_2026.describe()}; output tail:\n{run_2026.output[-3000:]}"
+
+
+def test_2026_every_scenario_reported(run_2026: SuiteRun) -> None:
+    assert_reported(run_2026, V2026)
+
+
+@pytest.mark.parametrize(("plan", "scenario"), V2026.check_cases())
+def test_2026_scenario(run_2026: SuiteRun, plan: Plan, scenario: str) -> None:
+    assert_scenario_passes(run_2026, plan, scenario)
+
+
+@pytest.mark.parametrize(("plan", "gap"), V2026.gap_cases())
+def test_2026_known_gap(run_2026: SuiteRun, plan: Plan, gap: Gap) -> None:
+    assert_gap_closed(run_2026, gap)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(
+            s, marks=[pytest.mark.xfail(strict=True, reason=CLIENT_FAILS[s])] if s in CLIENT_FAILS else []
+        )
+        for s in (*V2026.scenarios, *V2026.unscored)
+    ],
+)
+def test_2026_client_completed(run_2026: SuiteRun, scenario: str) -> None:
+    """The suite does not judge the client's exit status in a requirement run: its last words do."""
+    stderr = run_2026.client_stderr.get(scenario, "")
+    assert f"conformance client: {scenario} (modern) done" in stderr, stderr[-2000:]
+
+
+def test_2026_mrtr_details(run_2026: SuiteRun) -> None:
+    scenario = "sep-2322-client-request-state"
+    echoed = details(run_2026, scenario, "sep-2322-client-request-state-echoed")
+    assert echoed["requestStateReceived"] == echoed["requestStateSent"]
+    ids = details(run_2026, scenario, "sep-2322-client-jsonrpc-id-different")
+    assert ids["retryId"] != ids["originalId"]
+    isolation = details(run_2026, scenario, "sep-2322-client-parallel-isolation")
+    assert isolation.get("inputResponsesReceived") is None and isolation.get("requestStateReceived") is None
+
+
+def test_2026_no_network_ref_fetched(run_2026: SuiteRun) -> None:
+    seen = details(run_2026, "json-schema-ref-no-deref", "sep-2106-no-network-ref-deref")
+    assert seen["toolsListed"] is True and seen["canaryRequestCount"] == 0
+
+
+def _baseline_entries(path: Path) -> list[str]:
+    return [
+        line.split("#", 1)[0].strip()[2:].strip()
+        for line in path.read_text().splitlines()
+        if line.split("#", 1)[0].strip().startswith("- ")
+    ]
+
+
+def test_client_baseline_lists_only_extensions() -> None:
+    assert _baseline_entries(HERE / "baseline-client-2026-07-28.yml") == list(AUTH_EXTENSIONS)
+
+
+# ------------------------------------------------------- real peers, era="auto"
+
+
+async def _session_with(params: StdioServerParameters, check: Callable[[ClientSession], Any]) -> None:
+    with trio.fail_after(PEER_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            stream = await nursery.start(StdioTransport(params).run)
+            async with open_session(stream, era="auto") as client:
+                await check(client)
+            nursery.cancel_scope.cancel()
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.fixture
+def sdk_python() -> Path:
+    """The SDK venv's interpreter (mcp-server-time), resolved outside trio so a skip keeps its message."""
+    return sdk_path("bin/python")
+
+
+@pytest.fixture
+def everything_stdio() -> tuple[Path, Path]:
+    """Node 22 and server-everything's launcher."""
+    return npm_path(".bin/node"), npm_path("@modelcontextprotocol/server-everything/dist/index.js")
+
+
+async def test_auto_era_speaks_2026_to_mcp_server_time(sdk_python: Path) -> None:
+    python = sdk_python
+
+    async def check(client: ClientSession) -> None:
+        assert client.era == "modern"
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_info is not None and client.server_info.name == "mcp-time"
+        result = await client.call_tool("get_current_time", {"timezone": "UTC"})
+        assert result.is_error is not True, _text(result)
+        assert json.loads(_text(result))["timezone"] == "UTC"
+
+    await _session_with(StdioServerParameters(command=str(python), args=("-m", "mcp_server_time")), check)
+
+
+async def test_auto_era_falls_back_to_handshake_with_server_everything(
+    everything_stdio: tuple[Path, Path],
+) -> None:
+    node, entry = everything_stdio
+
+    async def check(client: ClientSession) -> None:
+        assert client.era == "handshake"
+        assert client.protocol_version == "2025-11-25"
+        assert client.server_info is not None and client.server_info.name == "mcp-servers/everything"
+        result = await client.call_tool("echo", {"message": "conformance"})
+        assert result.is_error is not True and _text(result) == "Echo: conformance"
+
+    await _session_with(StdioServerParameters(command=str(node), args=(str(entry), "stdio")), check)
