@@ -583,7 +583,7 @@ def add_stateless_fixtures(server: MCPServer = app) -> None:
         name = answer(elicited(got["user_name"]), "name")
         return CallToolResult(content=[TextContent(text=f"Hello, {name}! All three inputs received.")])
 
-    server.set_request_handler("tools/call", CallToolRequestParams, call_tool_fixed_keys)
+    server.set_request_handler("tools/call", CallToolRequestParams, call_tool_fixed_keys, own_request_state=True)
 
 
 # ---------------------------------------------------------------- helpers

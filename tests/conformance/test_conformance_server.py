@@ -100,18 +100,6 @@ TASKS = (
 )
 
 _STATELESS = "server-stateless"
-_REMOVED = "MUST respond with 404 Not Found and a JSON-RPC error with code -32601 (Method not found)"
-
-
-def _removed(slug: str, method: str, we: str) -> Gap:
-    return Gap(
-        _STATELESS,
-        f"sep-2575-http-server-method-not-found-404-{slug}",
-        f"BUG: {_STATELESS}: If the server does not implement the removed RPC method '{method}', it "
-        f"{_REMOVED} — we answer {we} with HTTP 200",
-    )
-
-
 V2026 = Plan(
     key="2026-07-28",
     scenarios=(
@@ -156,69 +144,6 @@ V2026 = Plan(
     unscored=("json-schema-2020-12", "http-header-validation", "http-custom-header-server-validation"),
     extensions=TASKS,
     gaps=(
-        *(
-            Gap(
-                _STATELESS,
-                f"sep-2575-request-meta-invalid-{slug}",
-                f"BUG: {_STATELESS}: {text} — we answer -32020 HeaderMismatch (HTTP 400): the "
-                "MCP-Protocol-Version header is compared with the absent _meta version before _meta is "
-                "validated",
-            )
-            for slug, text in (
-                ("missing-meta", "Rejects request with missing _meta with -32602 Invalid params"),
-                ("missing-protocol-version", "Rejects request with _meta missing "
-                 "io.modelcontextprotocol/protocolVersion [with -32602 Invalid params]"),
-            )
-        ),
-        Gap(
-            _STATELESS,
-            "sep-2575-http-server-meta-invalid-400",
-            f"BUG: {_STATELESS}: Rejections of requests missing required _meta fields use HTTP 400 Bad "
-            "Request — a request whose _meta lacks clientCapabilities gets its -32602 error with HTTP 200",
-        ),
-        Gap(
-            _STATELESS,
-            "sep-2575-http-server-error-jsonrpc-id",
-            f"BUG: {_STATELESS}: All error responses carry the request JSON-RPC id — a stateless request "
-            "whose MCP-Protocol-Version header names an unknown version (v999.0.0) is taken for a "
-            "handshake-era request without session and refused with HTTP 400 "
-            "'missing Mcp-Session-Id header' (-32000) and id null",
-        ),
-        Gap(
-            _STATELESS,
-            "sep-2575-server-unsupported-version-error",
-            f"BUG: {_STATELESS}: If the server does not implement the requested version ... it MUST respond "
-            "with an UnsupportedProtocolVersionError listing the versions it does support — for that request "
-            "(header and _meta both v999.0.0) we answer -32000 'missing Mcp-Session-Id header', without "
-            "error.data.supported / requested",
-        ),
-        Gap(
-            _STATELESS,
-            "sep-2575-missing-capability-http-400",
-            f"BUG: {_STATELESS}: On HTTP, the response status MUST be 400 Bad Request "
-            "[for MissingRequiredClientCapabilityError] — we send the -32021 error with HTTP 200",
-        ),
-        _removed("initialize", "initialize", "-32602 (initialize is served as a handshake)"),
-        _removed("ping", "ping", "an empty result (ping is still served)"),
-        _removed("logging-setlevel", "logging/setLevel", "-32601"),
-        _removed("resources-subscribe", "resources/subscribe", "-32601"),
-        _removed("resources-unsubscribe", "resources/unsubscribe", "-32601"),
-        Gap(
-            _STATELESS,
-            "sep-2575-http-server-method-not-found-404",
-            f"BUG: {_STATELESS}: If the server does not implement the requested RPC method, it {_REMOVED} "
-            "— we answer -32601 with HTTP 200",
-        ),
-        Gap(
-            "input-required-result-multiple-input-requests",
-            "sep-2322-multiple-inputs-complete",
-            "BUG: input-required-result-multiple-input-requests: Server returns complete result after all "
-            "inputResponses are provided — Context asks one question per round, so the fixture answers this "
-            "tool with a low-level handler returning its own InputRequiredResult (three inputRequests and a "
-            "requestState); on the retry the server rejects that requestState before the handler runs "
-            "(-32602 'requestState is not one this server issued'): only states minted by Context are "
-            "accepted",
-        ),
         Gap(
             "http-custom-header-server-validation",
             None,
@@ -306,9 +231,12 @@ def test_scenario(request: pytest.FixtureRequest, plan: Plan, scenario: str) -> 
     assert_scenario_passes(_get(request, plan), plan, scenario)
 
 
-@pytest.mark.parametrize(("plan", "gap"), [case for p in PLANS for case in p.gap_cases()])
-def test_known_gap(request: pytest.FixtureRequest, plan: Plan, gap: Gap) -> None:
-    assert_gap_closed(_get(request, plan), gap)
+_GAPS = [case for p in PLANS for case in p.gap_cases()]
+if _GAPS:  # (none left on the server side; the mechanism stays for the next one)
+
+    @pytest.mark.parametrize(("plan", "gap"), _GAPS)
+    def test_known_gap(request: pytest.FixtureRequest, plan: Plan, gap: Gap) -> None:
+        assert_gap_closed(_get(request, plan), gap)
 
 
 def test_0_1_16_no_failure_in_checks_json(run_0_1_16_active: SuiteRun) -> None:

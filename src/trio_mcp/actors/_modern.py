@@ -107,7 +107,10 @@ class ModernRequest:
     """What a stateless request carries: version, client capabilities, log
     level, and the answers to earlier input requests."""
 
-    __slots__ = ("version", "capabilities", "client_info", "log_level", "_responses", "_questions", "_asked", "_secret")
+    __slots__ = (
+        "version", "capabilities", "client_info", "log_level",
+        "_state", "_input", "_responses", "_questions", "_asked", "_secret",
+    )
 
     def __init__(
         self,
@@ -119,6 +122,7 @@ class ModernRequest:
         request_state: Any,
         secret: bytes,
         client_info: Implementation | None = None,
+        own_state: bool = False,
     ) -> None:
         self.version = version
         self.capabilities = capabilities
@@ -126,20 +130,36 @@ class ModernRequest:
         self.log_level = log_level
         self._secret = secret
         self._asked = 0
+        self._state = None if request_state is UNSET else request_state
+        self._input = None if input_responses is UNSET else input_responses
+        self._responses: dict[str, Any] | None = None
+        #: Fingerprints of the questions the answers were given to.
+        self._questions: dict[str, str] = {}
+        if not own_state:
+            # Checked before the handler runs: a state this server did not
+            # issue never reaches it. A low-level handler that runs its own
+            # input-required rounds (``own_state``) gets its state untouched.
+            try:
+                self._load()
+            except ProtocolFailure as failure:
+                raise RequestStateError(failure.error.message) from None
+
+    def _load(self) -> dict[str, Any]:
         responses: dict[str, Any] = {}
-        questions: dict[str, str] = {}
-        if request_state is not UNSET and request_state is not None:
-            state = _decode_state(request_state, secret)
+        if self._state is not None:
+            try:
+                state = _decode_state(self._state, self._secret)
+            except RequestStateError as exc:
+                raise ProtocolFailure(InvalidParams(str(exc))) from None
             answers, asked = state.get("responses"), state.get("questions")
             if not isinstance(answers, dict) or not isinstance(asked, dict):
-                raise RequestStateError("requestState is corrupt")
+                raise ProtocolFailure(InvalidParams("requestState is corrupt"))
             responses.update(answers)
-            questions.update(asked)
-        if input_responses is not UNSET and input_responses is not None:
-            responses.update(input_responses)
+            self._questions.update(asked)
+        if self._input is not None:
+            responses.update(self._input)
         self._responses = responses
-        #: Fingerprints of the questions the answers were given to.
-        self._questions = questions
+        return responses
 
     def ask(self, request: Any, capability: str, result_type: type[T]) -> T:
         """The answer to ``request`` if the client already gave it, else
@@ -151,16 +171,17 @@ class ModernRequest:
                     data={"requiredCapabilities": required_capabilities(capability)},
                 )
             )
+        responses = self._responses if self._responses is not None else self._load()
         self._asked += 1
         key = f"{capability.split('.')[0]}-{self._asked}"
         fingerprint = _fingerprint(request)
-        if key in self._responses and self._questions.get(key, fingerprint) == fingerprint:
+        if key in responses and self._questions.get(key, fingerprint) == fingerprint:
             try:
-                return coerce(self._responses[key], result_type)
+                return coerce(responses[key], result_type)
             except Exception as exc:  # msgspec.ValidationError and friends
                 raise ProtocolFailure(InvalidParams(f"inputResponses[{key!r}] is not a valid answer: {exc}")) from None
         # Not answered yet, or answered for another question (the handler did
         # not ask the same thing again on this retry): ask this one.
-        self._responses.pop(key, None)
-        state = {"responses": self._responses, "questions": {**self._questions, key: fingerprint}}
+        responses.pop(key, None)
+        state = {"responses": responses, "questions": {**self._questions, key: fingerprint}}
         raise InputNeeded({key: request}, _encode_state(state, self._secret))

@@ -594,6 +594,16 @@ class Peer:
         except Exception as exc:
             log.exception("%s: handler for %s failed", self.name, req.method)
             reply = error_response(ident, InternalError(_describe(exc)))
+        except BaseExceptionGroup as group:
+            # Errors raised together with Cancelled (a handler's nursery whose
+            # cleanup failed while it was being cancelled). Let only the
+            # Cancelled part reach the worker's scope: the errors would go on
+            # past it and end the whole session.
+            errors, rest = group.split(Exception)
+            if errors is None or rest is None:
+                raise
+            log.error("%s: handler for %s failed while cancelled", self.name, req.method, exc_info=errors)
+            raise rest from None
         finally:
             self._running -= 1
             slot.scope = None
@@ -644,7 +654,10 @@ class Peer:
         """Send a request and wait for its answer.
 
         Deadlines come from the caller's cancel scope. A call cancelled after
-        it was sent tells the peer with ``notifications/cancelled``.
+        it was sent tells the peer with ``notifications/cancelled`` (unless
+        ``cancellable`` is false or the method is in :data:`NON_CANCELLABLE`).
+        ``on_progress`` runs in the caller's task for each progress
+        notification, in order, before the answer is returned.
         ``result_type`` decodes the result (else it is returned raw); an error
         answer raises the matching :class:`McpError`.
         """

@@ -119,6 +119,9 @@ class RequestHandler:
 
     params_type: Any
     fn: Callable[[Context, Any], Awaitable[Any]]
+    #: The handler returns its own ``InputRequiredResult`` rounds and reads
+    #: ``requestState`` itself (stateless era): it is passed through unchecked.
+    own_request_state: bool = False
 
 
 class ServerApp(Protocol):
@@ -305,6 +308,7 @@ class ServerSession:
                 capabilities=caps,
                 log_level=level,
                 client_info=client_info,
+                own_state=handler.own_request_state,
                 input_responses=getattr(params, "input_responses", UNSET),
                 request_state=getattr(params, "request_state", UNSET),
                 secret=self._state_secret(),

@@ -89,10 +89,20 @@ class LowLevelServer:
     # ------------------------------------------------------------ handlers
 
     def set_request_handler(
-        self, method: str, params_type: Any, fn: Callable[[Context, Any], Awaitable[Any]]
+        self,
+        method: str,
+        params_type: Any,
+        fn: Callable[[Context, Any], Awaitable[Any]],
+        *,
+        own_request_state: bool = False,
     ) -> None:
-        """Serve ``method`` with ``fn(context, params)``; params decoded to ``params_type``."""
-        self.request_handlers[method] = RequestHandler(params_type, fn)
+        """Serve ``method`` with ``fn(context, params)``; params decoded to ``params_type``.
+
+        ``own_request_state``: in the stateless era the handler answers with
+        its own ``InputRequiredResult`` rounds and reads ``params.request_state``
+        itself, so the session passes the state through instead of checking it
+        as one of its own (see ``Context.sample`` for the managed way)."""
+        self.request_handlers[method] = RequestHandler(params_type, fn, own_request_state)
 
     def set_notification_handler(
         self, method: str, fn: Callable[[ServerSession, Any], Awaitable[None]]

@@ -99,9 +99,15 @@ import trio
 from msgspec import Struct
 
 from ...protocol import (
-    HeaderMismatch,
     HANDSHAKE_VERSIONS,
+    META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
+    HeaderMismatch,
+    InvalidParams,
+    McpError,
+    MethodNotFound,
+    lookup,
+    method_available,
     MODERN_VERSIONS,
     V2025_03_26,
     V2025_11_25,
@@ -142,6 +148,53 @@ VERSION_HEADER: Final = "mcp-protocol-version"
 LAST_EVENT_HEADER: Final = "last-event-id"
 
 _DEFAULT_STORE: Final = "memory"
+
+
+#: The HTTP status of a stateless request answered with a JSON-RPC error.
+ERROR_STATUS: Final = {
+    -32700: 400,
+    -32600: 400,
+    -32602: 400,
+    -32020: 400,
+    -32021: 400,
+    -32022: 400,
+    -32601: 404,
+}
+
+
+class _AnyMeta(Struct):
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+def _envelope_problem(request: Request) -> tuple[int, McpError] | None:
+    try:
+        meta = coerce(request.params, _AnyMeta).meta
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        return 400, InvalidParams("params._meta must be an object carrying the protocol version and client capabilities")
+    missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
+    if missing:
+        return 400, InvalidParams(f"params._meta is missing {', '.join(missing)}")
+    return None
+
+
+def _header_problem(headers: dict[str, str], request: Request) -> tuple[int, McpError] | None:
+    problem = header_mismatch(headers, request)
+    return None if problem is None else (400, HeaderMismatch(problem))
+
+
+def _removed_method(request: Request) -> tuple[int, McpError] | None:
+    if request.method in _NEVER_STATELESS or (
+        lookup(request.method) is not None and not method_available(request.method, MODERN_VERSIONS[-1], sender="client")
+    ):
+        return 404, MethodNotFound(f"Method not found: {request.method} (not part of protocol {MODERN_VERSIONS[-1]})")
+    return None
+
+
+#: Handshake-era methods that a stateless request never reaches the session with.
+_NEVER_STATELESS: Final = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                      "resources/unsubscribe"})
 
 
 def _tuple(value: Iterable[str]) -> tuple[str, ...]:
@@ -1031,7 +1084,9 @@ class StreamableHttpApp:
                 await _respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
                 return
         requests = [m for m in items if type(m) is Request]
-        is_init = any(m.method == "initialize" for m in requests)
+        # An initialize that says it is of the stateless era is a removed method there (404).
+        modern_header = headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS
+        is_init = any(m.method == "initialize" for m in requests) and not modern_header
         ephemeral = False
         if is_init:
             if batch:
@@ -1045,9 +1100,15 @@ class StreamableHttpApp:
                 return
             if batch:
                 raise _HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
-            mismatch = header_mismatch(headers, requests[0])
-            if mismatch is not None:
-                await _respond(send, 400, encode(error_response(requests[0].id, HeaderMismatch(mismatch))))
+            # The validation ladder of a stateless request, first failure wins:
+            # _meta envelope (-32602), mirrored headers (-32020), the method
+            # exists in this era (404, -32601); the session checks the version
+            # (-32022) and capabilities (-32021), answered with HTTP 400.
+            request = requests[0]
+            rejection = _envelope_problem(request) or _header_problem(headers, request) or _removed_method(request)
+            if rejection is not None:
+                status, error = rejection
+                await _respond(send, status, encode(error_response(request.id, error)))
                 return
             session = await self._start_session(None)
             session.store = None  # nothing to resume without a session
@@ -1065,7 +1126,9 @@ class StreamableHttpApp:
     def _stateless_request(self, headers: dict[str, str], requests: list[Request]) -> bool:
         version = headers.get(VERSION_HEADER)
         if version is not None:
-            return version.strip() in MODERN_VERSIONS
+            # Any version but a handshake one, without a session: a stateless
+            # request (an unknown version is answered -32022 with what we support).
+            return version.strip() not in HANDSHAKE_VERSIONS
         if not requests:
             return False
         for req in requests:
@@ -1257,8 +1320,13 @@ class StreamableHttpApp:
                             await write(PING)
                         elif item[0] == "j":
                             messages = item[1]
-                            body = encode(messages if (stream is not None and stream.batch) else messages[0])
-                            await last_write(200, body)
+                            batched = stream is not None and stream.batch
+                            body = encode(messages if batched else messages[0])
+                            status = 200
+                            if session.id is None and not batched and type(messages[0]) is ErrorResponse:
+                                # Stateless era: a protocol error has an HTTP status too.
+                                status = ERROR_STATUS.get(messages[0].error.code, 200)
+                            await last_write(status, body)
                             finished = True
                             break
                         else:
