@@ -2,15 +2,19 @@
 
 Rows:
 
-* ``floor``: two trio tasks ping-pong one object over two memory channels
-  (the cheapest round trip trio can do; every other row pays at least this);
+* ``floor seq``: two trio tasks ping-pong one object over two memory
+  channels (the cheapest round trip trio can do);
+* ``floor x64``: 64 tasks ping-pong with one server task (one shared request
+  channel, one reply channel each), the floor for 64 calls in flight;
 * ``peer <mode> seq``: one caller, one request at a time;
 * ``peer <mode> x64``: 64 callers, each with one request in flight.
 
 Every row runs for a fixed duration (``--seconds``, default 2). The table
 shows calls/s, microseconds per call (1e6 / calls/s: per-call cost at that
 concurrency), latency percentiles of single calls, and the ratio of the
-row's throughput to the floor's. One JSON line per row follows the table.
+row's throughput to the floor at the same concurrency (higher is better),
+and its p50 latency over the floor's p50 (lower is better; the steadier
+figure on a busy machine). One JSON line per row follows the table.
 
     .venv/bin/python benchmarks/bench_peer.py [--seconds N]
 """
@@ -19,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
-import sys
 import time
 from typing import Any
 
@@ -66,32 +70,43 @@ def _row(name: str, calls: int, elapsed: float, latencies: list[float], concurre
     }
 
 
-async def bench_floor(seconds: float) -> dict[str, Any]:
-    to_server, server_inbox = trio.open_memory_channel[Any](1)
-    to_client, client_inbox = trio.open_memory_channel[Any](1)
+async def bench_floor(concurrency: int, seconds: float) -> dict[str, Any]:
+    to_server, server_inbox = trio.open_memory_channel[Any](concurrency)
 
     async def server() -> None:
-        async for item in server_inbox:
-            await to_client.send(item)
+        async for reply_to, item in server_inbox:
+            await reply_to.send(item)
 
     latencies: list[float] = []
-    calls = 0
+    counts = [0] * concurrency
+    clock = time.perf_counter
     async with trio.open_nursery() as nursery:
         nursery.start_soon(server)
-        clock = time.perf_counter
         start = clock()
         deadline = start + seconds
-        now = start
-        while now < deadline:
-            await to_server.send(calls)
-            await client_inbox.receive()
-            after = clock()
-            latencies.append(after - now)
-            now = after
-            calls += 1
-        elapsed = now - start
+
+        async def caller(slot: int) -> None:
+            reply_send, reply_recv = trio.open_memory_channel[Any](1)
+            send, receive, record = to_server.send, reply_recv.receive, latencies.append
+            message = (reply_send, slot)
+            n = 0
+            now = clock()
+            while now < deadline:
+                await send(message)
+                await receive()
+                after = clock()
+                record(after - now)
+                now = after
+                n += 1
+            counts[slot] = n
+
+        async with trio.open_nursery() as callers:
+            for slot in range(concurrency):
+                callers.start_soon(caller, slot)
+        elapsed = clock() - start
         await to_server.aclose()
-    return _row("floor: trio channel ping-pong", calls, elapsed, latencies, 1)
+    label = "seq" if concurrency == 1 else f"x{concurrency}"
+    return _row(f"floor {label} (trio channels)", sum(counts), elapsed, latencies, concurrency)
 
 
 async def bench_peer(mode: str, concurrency: int, seconds: float) -> dict[str, Any]:
@@ -134,24 +149,28 @@ async def bench_peer(mode: str, concurrency: int, seconds: float) -> dict[str, A
 
 
 async def main(seconds: float) -> list[dict[str, Any]]:
-    rows = [await bench_floor(seconds)]
+    rows = [await bench_floor(1, seconds), await bench_floor(CONCURRENCY, seconds)]
     for mode in ("zero-copy", "bytes"):
         for concurrency in (1, CONCURRENCY):
             rows.append(await bench_peer(mode, concurrency, seconds))
-    floor = rows[0]["calls_per_s"]
+    floors = {row["concurrency"]: row for row in rows[:2]}
     for row in rows:
-        row["ratio_to_floor"] = round(row["calls_per_s"] / floor, 4)
+        floor = floors[row["concurrency"]]
+        row["ratio_to_floor"] = round(row["calls_per_s"] / floor["calls_per_s"], 4)
+        row["p50_over_floor_p50"] = round(row["p50_us"] / floor["p50_us"], 3)
     return rows
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    header = f"{'bench':<32} {'calls/s':>11} {'us/call':>9} {'p50 us':>9} {'p99 us':>9} {'vs floor':>9}"
+    header = (
+        f"{'bench':<30} {'calls/s':>11} {'us/call':>9} {'p50 us':>9} {'p99 us':>9} {'vs floor':>9} {'p50/floor':>9}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
         print(
-            f"{r['bench']:<32} {r['calls_per_s']:>11,.0f} {r['us_per_call']:>9.2f} "
-            f"{r['p50_us']:>9.1f} {r['p99_us']:>9.1f} {r['ratio_to_floor']:>9.3f}"
+            f"{r['bench']:<30} {r['calls_per_s']:>11,.0f} {r['us_per_call']:>9.2f} "
+            f"{r['p50_us']:>9.1f} {r['p99_us']:>9.1f} {r['ratio_to_floor']:>9.3f} {r['p50_over_floor_p50']:>9.2f}"
         )
 
 
@@ -159,8 +178,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="duration of each row (default 2)")
     args = parser.parse_args()
-    print(f"# python {platform.python_version()} trio {trio.__version__} on {platform.machine()}", file=sys.stderr)
+    load = os.getloadavg()[0]
+    print(f"# python {platform.python_version()}, trio {trio.__version__}, {platform.machine()}, load {load:.2f}")
     results = trio.run(main, args.seconds)
     print_table(results)
+    print(f"# load average after: {os.getloadavg()[0]:.2f} (other work on the machine skews every figure)")
     for row in results:
         print(json.dumps(row))

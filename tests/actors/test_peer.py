@@ -533,6 +533,35 @@ async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
+async def test_cancelled_handler_whose_cleanup_fails(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    # The handler's nursery raises Cancelled together with the cleanup's
+    # error: the error is logged, the request stays unanswered, the session lives.
+    started = trio.Event()
+
+    async def fragile(request: InboundRequest) -> Any:
+        async def child() -> None:
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                raise RuntimeError("cleanup failed") from None
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(child)
+            started.set()
+            await trio.sleep_forever()
+
+    async with session(mode, App({"fragile": fragile, "echo": echo})) as s:
+        with trio.CancelScope() as scope:
+            s.nursery.start_soon(_cancel_when, started, scope)
+            await s.client.request("fragile")
+        await wait_all_tasks_blocked()
+        assert not s.server.closed and not s.srun.done.is_set()
+        assert raw_or_none(await s.client.request("echo"))["id"] == 2
+        assert answers_to(s.stap.sent, 1) == []
+        assert s.server.statistics().handlers_running == 0
+    assert any("handler for fragile failed while cancelled" in r.getMessage() for r in caplog.records)
+
+
 async def test_uncancellable_call_is_not_cancelled_remotely(mode: str) -> None:
     started, release = trio.Event(), trio.Event()
 
