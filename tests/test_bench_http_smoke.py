@@ -1,0 +1,104 @@
+"""Smoke test of benchmarks/bench_http.py: it runs end to end against real
+Streamable HTTP server processes (ours and the official SDK's) and prints
+every expected JSON line with positive numbers. No timing thresholds: the
+numbers themselves are not asserted on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
+
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.skipif(
+        not SDK_PYTHON.exists(),
+        reason="official SDK venv .cache/sdk-venv is absent (bash scripts/setup-interop creates it)",
+    ),
+]
+
+OURS, SDK = "trio-mcp", "mcp-sdk"
+EXPECTED = {
+    (c, s, mode, n)
+    for c, s, mode in [(OURS, OURS, "json"), (SDK, SDK, "json"), (SDK, OURS, "json"), (OURS, SDK, "json"),
+                       (OURS, OURS, "sse"), (SDK, SDK, "sse")]
+    for n in (1, 64)
+}
+TIMEOUT = 240
+
+
+def run_bench() -> tuple[subprocess.CompletedProcess[str], int]:
+    # Own process group, so a hung run is stopped whole (bench, servers, SDK
+    # client); the servers also stop by themselves when their stdin closes.
+    proc = subprocess.Popen(
+        [sys.executable, "benchmarks/bench_http.py", "--seconds", "0.2"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"bench_http.py did not finish in {TIMEOUT} s\nstdout:\n{out}\nstderr:\n{err}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
+
+
+def test_bench_http_runs_and_reports_every_row() -> None:
+    proc, pgid = run_bench()
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+
+    objects = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    objects = [o for o in objects if o.get("bench") == "http"]
+    rows = [o for o in objects if not o.get("summary")]
+    summaries = [o for o in objects if o.get("summary")]
+
+    seen = {(r["client"], r["server"], r["mode"], r["concurrency"]) for r in rows}
+    assert seen == EXPECTED, f"missing: {EXPECTED - seen}, unexpected: {seen - EXPECTED}"
+    assert len(rows) == len(seen), "a row was printed twice"
+    for row in rows:
+        assert row["kind"] == "calls" and row["impl"] == f"{row['client']}->{row['server']}", row
+        for key in ("calls_per_s", "mean_us", "p50_us", "p99_us", "calls", "client_cpu_us", "server_cpu_us"):
+            assert isinstance(row[key], (int, float)) and row[key] > 0, (key, row)
+        assert row["p50_us"] <= row["p99_us"], row
+        assert row["protocol"] not in (None, "2026-07-28"), row
+
+    assert len(summaries) == 1, summaries
+    summary = summaries[0]
+    for name, keys in (
+        ("ratios", {"seq", "c64"}),
+        ("p50_ratios", {"seq", "c64"}),
+        ("sse_ratios", {"seq", "c64"}),
+        ("server_ratios", {f"{c} client {n}" for c in (OURS, SDK) for n in ("seq", "c64")}),
+        ("client_ratios", {f"{s} server {n}" for s in (OURS, SDK) for n in ("seq", "c64")}),
+        ("cpu_ratios", {f"{side} {n}" for side in ("client", "server") for n in ("seq", "c64")}),
+    ):
+        assert set(summary[name]) == keys, (name, summary)
+        assert all(isinstance(v, (int, float)) and v > 0 for v in summary[name].values()), (name, summary)
+    assert summary["targets"] == {"seq": 3.0, "c64": 5.0}
+    assert summary["sdk_version"]
+
+    # every process the benchmark started (servers, SDK clients) has ended:
+    # they all live in the benchmark's process group
+    assert not _group_alive(pgid), "processes started by the benchmark are still running"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    os.killpg(pgid, signal.SIGKILL)  # clean up before failing
+    return True
