@@ -27,6 +27,10 @@ EXPECTED = {
     ("trio-mcp", "zero-copy", 64),
     ("trio-mcp", "bytes", 1),
     ("trio-mcp", "bytes", 64),
+    ("trio-mcp", "zero-copy 2026", 1),
+    ("trio-mcp", "zero-copy 2026", 64),
+    ("trio-mcp", "bytes 2026", 1),
+    ("trio-mcp", "bytes 2026", 64),
     ("mcp-sdk", "legacy", 1),
     ("mcp-sdk", "legacy", 64),
 }

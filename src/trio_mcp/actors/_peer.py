@@ -51,6 +51,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportError
 from ..transports._base import RELATED_REQUEST
+from ..transports.memory import MemoryStream
 from ._actor import ExitReason
 
 __all__ = [
@@ -352,6 +353,8 @@ class Peer:
                 self._nursery = nursery
                 nursery.start_soon(self._notification_loop)
                 nursery.start_soon(self._outbox_loop)
+                if type(self.stream) is MemoryStream:  # not through wrappers that watch receive()
+                    self.stream.set_direct(self._direct)
                 task_status.started(self)
                 try:
                     reason = await self._read_loop()
@@ -419,6 +422,8 @@ class Peer:
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
+        if type(self.stream) is MemoryStream:
+            self.stream.set_direct(None)
         self._queue_send.close()
         self._notif_send.close()
         self._outbox_send.close()
@@ -428,6 +433,21 @@ class Peer:
             reply.deliver(outcome.Error(ConnectionClosed(f"connection closed: {reason}")))
 
     # ------------------------------------------------------------- dispatch
+
+    def _direct(self, msg: Any) -> bool:
+        """A frame handed over by an in-memory transport from the sender's
+        task (nothing was queued ahead of it): a request is admitted, a
+        response delivered to its caller, exactly as the read loop would."""
+        if self._closed_reason is not None:
+            return False
+        kind = type(msg)
+        if kind is Request:
+            self._admit(msg)
+            return True
+        if msg.id in self._pending:
+            self._dispatch(msg)
+            return True
+        return False  # unmatched: the read loop accounts for it
 
     def _dispatch(self, msg: Any) -> None:
         kind = type(msg)
