@@ -18,7 +18,11 @@ Scenarios (what the client does):
 
 - ``initialize``, ``tools_call``, ``request-metadata``, ``auth/*``: list the
   tools and call the first one with ``{"a": 2, "b": 3}`` (``tools_call``
-  also checks the sum in the answer).
+  also checks the sum in the answer). ``auth/*`` connect through
+  :class:`~trio_mcp.auth.OAuthClientAuth` (headless: the mock authorization
+  server redirects straight back with a code), with the pre-registered
+  client of ``MCP_CONFORMANCE_CONTEXT`` when it names one and the Client ID
+  Metadata Document URL the suite expects.
 - ``elicitation-sep1034-client-defaults``: wait for the GET stream (that
   server sends its elicitation request there, not on the call's stream), call
   ``test_client_elicitation_defaults``; the elicitation handler accepts with
@@ -43,14 +47,16 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
+import httpx
 import msgspec
 import trio
 from msgspec import UNSET
 
 from trio_mcp import ClientSession, open_session
+from trio_mcp.auth import ClientInformation, ClientMetadata, OAuthClientAuth
 from trio_mcp.protocol import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
@@ -77,6 +83,8 @@ GET_STREAM_WAIT = 5.0
 #: ``sse-retry`` hands the pending answer to the first GET it sees and times
 #: the reconnection from it, so a late first GET reads as an early reconnection.
 USES_GET_STREAM = frozenset({"elicitation-sep1034-client-defaults", "sse-retry"})
+#: The Client ID Metadata Document URL ``auth/basic-cimd`` expects as client_id.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 
 class ScenarioFailed(Exception):
@@ -234,12 +242,28 @@ async def schema_preservation(session: ClientSession) -> None:
     await session.call_tool("json_schema_echo", {"schema": schema})
 
 
+def oauth_for(url: str, context: dict[str, Any]) -> OAuthClientAuth:
+    """The OAuth client of the ``auth/*`` scenarios (``auth/pre-registration``
+    names its pre-registered client in the context)."""
+    clients = {}
+    if context.get("client_id") and context.get("issuer"):
+        clients[context["issuer"]] = ClientInformation(
+            client_id=context["client_id"], client_secret=context.get("client_secret")
+        )
+    return OAuthClientAuth(
+        url, client_metadata=ClientMetadata(client_name=CLIENT_INFO.name), clients=clients,
+        client_metadata_url=CLIENT_METADATA_URL,
+    )
+
+
 @asynccontextmanager
-async def connect(url: str, **options: Any) -> AsyncIterator[tuple[ClientSession, HttpClientStream]]:
+async def connect(
+    url: str, http_client: httpx.AsyncClient | None = None, **options: Any
+) -> AsyncIterator[tuple[ClientSession, HttpClientStream]]:
     """A Streamable HTTP session with ``url`` (what ``open_target([url])`` does,
     keeping the transport's stream at hand)."""
     async with trio.open_nursery() as nursery:
-        stream = await nursery.start(StreamableHttpTransport(url).run)
+        stream = await nursery.start(StreamableHttpTransport(url, http_client=http_client).run)
         async with open_session(stream, **options) as session:
             yield session, stream
         nursery.cancel_scope.cancel()
@@ -254,7 +278,8 @@ async def run_scenario(scenario: str, url: str, era: str, context: dict[str, Any
         "sampling_handler": handlers.sample,
         "roots": ROOTS,
     }
-    async with connect(url, **options) as (session, stream):
+    http = httpx.AsyncClient(auth=oauth_for(url, context)) if scenario.startswith("auth/") else None
+    async with http or nullcontext(), connect(url, http, **options) as (session, stream):
         if scenario in USES_GET_STREAM:
             # The GET stream opens in the background after the handshake; these
             # servers need it in place before the call (see USES_GET_STREAM).
