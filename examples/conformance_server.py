@@ -27,7 +27,9 @@ Not served by this module (transport level): ``server-sse-multiple-streams``,
 
 With ``--stateless-fixtures`` (:func:`add_stateless_fixtures`): the diagnostic
 tools and the prompt that ``server-stateless`` and ``input-required-result-*``
-(conformance 0.2, protocol 2026-07-28) call by name.
+(conformance 0.2, protocol 2026-07-28) call by name, and ``test_custom_headers``,
+whose ``x-mcp-header`` annotations ``http-custom-header-server-validation``
+looks for (SEP-2243: the server checks the ``Mcp-Param-*`` headers).
 
 Declared capabilities: tools, resources (with ``subscribe``), prompts,
 logging and completions.
@@ -523,6 +525,21 @@ def add_stateless_fixtures(server: MCPServer = app) -> None:
         if not received:
             return "No supported capabilities declared"
         return f"capabilities-ok: received {','.join(received)}"
+
+    @server.tool(
+        description="SEP-2243: region and priority also travel as Mcp-Param-Region / Mcp-Param-Priority",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
+                "priority": {"type": "integer", "description": "How urgent", "x-mcp-header": "Priority"},
+                "query": {"type": "string", "description": "Not mirrored"},
+            },
+            "required": ["region"],
+        },
+    )
+    def test_custom_headers(region: str, priority: int | None = None, query: str | None = None) -> str:
+        return f"region={region} priority={priority} query={query}"
 
     @server.prompt(description="MRTR: a prompt that needs elicitation input")
     async def test_input_required_result_prompt(ctx: Context) -> str:

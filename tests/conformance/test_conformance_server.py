@@ -143,16 +143,6 @@ V2026 = Plan(
     ),
     unscored=("json-schema-2020-12", "http-header-validation", "http-custom-header-server-validation"),
     extensions=TASKS,
-    gaps=(
-        Gap(
-            "http-custom-header-server-validation",
-            None,
-            "MISSING: http-custom-header-server-validation (pending): the server validates Mcp-Param-* "
-            "headers of tools with x-mcp-header annotations (SEP-2243) — trio-mcp has no x-mcp-header "
-            "support, so the fixture exposes no such tool and the suite reports every check as not "
-            "testable",
-        ),
-    ),
 )
 
 PLANS = (V0_1_16, V2025, V2026)
@@ -322,6 +312,13 @@ def _mrtr_prompt(run: SuiteRun) -> None:
     assert result["messages"][0]["content"]["text"] == "Prompt with context: test context"
 
 
+def _custom_headers(run: SuiteRun) -> None:
+    """SEP-2243 was exercised on the fixture's annotated tool, through its string header."""
+    seen = details(run, "http-custom-header-server-validation", "sep-2243-server-decode-base64")
+    assert seen["toolName"] == "test_custom_headers"
+    assert (seen["paramName"], seen["headerSuffix"]) == ("region", "Region")
+
+
 OWN: dict[str, Callable[[SuiteRun], None]] = {
     "tools-call-with-logging": _logging,
     "tools-call-with-progress": _progress,
@@ -334,6 +331,7 @@ OWN: dict[str, Callable[[SuiteRun], None]] = {
     "input-required-result-basic-elicitation": _mrtr_user_name,
     "input-required-result-multi-round": _mrtr_rounds,
     "input-required-result-non-tool-request": _mrtr_prompt,
+    "http-custom-header-server-validation": _custom_headers,
 }
 
 

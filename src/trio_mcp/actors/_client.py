@@ -6,6 +6,21 @@ exposes a typed method for every server feature, answers server-to-client
 requests (sampling, elicitation, roots) through handlers the user supplies,
 and routes notifications to callbacks. Deadlines come from the caller's
 cancel scope; a cancelled call sends ``notifications/cancelled``.
+
+Stateless era (2026-07-28) specifics:
+
+* Version retry: a ``server/discover`` or a stateless request answered
+  -32022 (UnsupportedProtocolVersion) with ``data.supported`` is retried once
+  with the newest version both sides speak. A stateless one: the request is
+  sent again with it. A handshake one: the session falls back to
+  ``initialize`` with it (not when pinned to ``era="modern"``, which then
+  fails as before) and the request is sent in the handshake era.
+* Custom parameter headers (SEP-2243): ``list_tools`` / ``list_all_tools``
+  remember each tool's ``x-mcp-header`` annotations and leave out (and log)
+  the tools whose annotations are invalid; ``call_tool`` then publishes the
+  call's ``Mcp-Param-*`` headers for the transport
+  (:data:`trio_mcp.transports.http._headers.PARAM_HEADERS`, imported on first
+  use). Call a tool after listing it for its headers to be sent.
 """
 
 from __future__ import annotations
@@ -108,6 +123,8 @@ MAX_INPUT_ROUNDS: Final = 16
 #: Seconds the ``server/discover`` probe may take before the client falls
 #: back to ``initialize`` (a server that ignores unknown requests).
 DISCOVER_PROBE_TIMEOUT: Final = 5.0
+#: The input-schema annotation of SEP-2243 custom headers.
+_X_MCP_HEADER: Final = "x-mcp-header"
 
 Era = Literal["auto", "handshake", "modern"]
 
@@ -183,6 +200,11 @@ class ClientSession:
         self._listen_filter = SubscriptionFilter()
         self._modern_subscriptions: set[str] = set()
         self._nursery: trio.Nursery | None = None
+        #: Tool name -> its ``x-mcp-header`` annotations ({property path: header
+        #: name}), from the tools/list pages of the stateless era.
+        self._param_maps: dict[str, dict[tuple[str, ...], str]] = {}
+        #: Held while a -32022 answer is acted upon (one renegotiation at a time).
+        self._renegotiating = trio.Lock()
         self.name = name
         self.peer = Peer(stream, self, limits=limits, name=name)
         self.client_info = client_info
@@ -275,13 +297,30 @@ class ClientSession:
             return {**cached[1], **extra}
         return cached[1]
 
-    async def _discover(self, *, strict: bool) -> bool:
-        """Probe; True when the server answered as a modern server."""
-        params = {"_meta": self._modern_meta({META_PROTOCOL_VERSION: MODERN_VERSIONS[-1]})}
+    async def _discover(self, *, strict: bool, version: str = MODERN_VERSIONS[-1], retry: bool = True) -> bool:
+        """Probe; True when the server answered as a modern server. A -32022
+        answer naming the versions the server supports is retried once with
+        the newest common one (a handshake one: False, and ``initialize``
+        offers it, unless ``strict``)."""
+        params = {"_meta": self._modern_meta({META_PROTOCOL_VERSION: version})}
         try:
             with trio.fail_after(DISCOVER_PROBE_TIMEOUT):
                 raw = await self.peer.request("server/discover", params)
             result = coerce(raw, DiscoverResult)
+        except UnsupportedProtocolVersion as exc:
+            choice = self._common_version(exc) if retry else None
+            if choice in MODERN_VERSIONS:
+                log.info("%s: server/discover with %s refused; retrying with %s", self.name, version, choice)
+                return await self._discover(strict=strict, version=choice, retry=False)
+            if choice is not None and not strict:
+                log.info("%s: the server speaks %s: falling back to initialize", self.name, choice)
+                self.offered_version = choice
+                return False
+            if strict:
+                raise UnsupportedProtocolVersion(
+                    f"the server does not speak the stateless era: {exc}", data=exc.data
+                ) from None
+            return False
         except (McpError, msgspec.ValidationError, msgspec.DecodeError, trio.TooSlowError) as exc:
             if strict:
                 raise UnsupportedProtocolVersion(f"the server does not speak the stateless era: {exc}") from None
@@ -305,6 +344,56 @@ class ClientSession:
             except msgspec.ValidationError:
                 pass
         return True
+
+    def _common_version(self, exc: McpError) -> str | None:
+        """The newest version this client and the server (``data.supported`` of a
+        -32022 answer) both speak: a stateless one first, else a handshake one
+        no newer than ``protocol_version`` (what this client was told to offer)."""
+        data = exc.data
+        supported = data.get("supported") if isinstance(data, dict) else None
+        if not isinstance(supported, list):
+            return None
+        modern = [v for v in MODERN_VERSIONS if v in supported]
+        if modern:
+            return modern[-1]
+        handshake = [v for v in HANDSHAKE_VERSIONS if v in supported and v <= self.offered_version]
+        return handshake[-1] if handshake else None
+
+    async def _renegotiate(self, exc: UnsupportedProtocolVersion, sent: str | None) -> str | None:
+        """After a stateless request sent with version ``sent`` was answered
+        -32022: "modern" (send it again, ``protocol_version`` is now the
+        common stateless version), "handshake" (the session fell back to
+        ``initialize``) or None (nothing in common: give up)."""
+        async with self._renegotiating:
+            if self.era != "modern":
+                return "handshake"  # another request already fell back
+            if self.protocol_version != sent:
+                return "modern"  # another request already switched versions
+            choice = self._common_version(exc)
+            if choice in MODERN_VERSIONS:
+                log.info("%s: %s refused by the server; retrying with %s", self.name, sent, choice)
+                self.protocol_version = choice
+                return "modern"
+            if choice is None or self.era_setting == "modern":
+                return None
+            log.info("%s: the server no longer speaks %s; falling back to initialize with %s",
+                     self.name, sent, choice)
+            await self._fall_back_to_handshake(choice)
+            return "handshake"
+
+    async def _fall_back_to_handshake(self, version: str) -> None:
+        if self._listen_scope is not None:
+            self._listen_scope.cancel()
+            self._listen_scope = None
+        self.offered_version = version
+        await self._initialize()
+        ERA_CACHE.set(self.server_key, "handshake")
+        subscribed, self._modern_subscriptions = sorted(self._modern_subscriptions), set()
+        for uri in subscribed:  # what subscriptions/listen watched, the handshake way
+            try:
+                await self._call("resources/subscribe", SubscribeRequestParams(uri=uri), None)
+            except McpError as exc:
+                log.warning("%s: resource %r no longer watched: %s", self.name, uri, exc)
 
     async def _initialize(self) -> None:
         params = InitializeRequestParams(
@@ -352,6 +441,7 @@ class ClientSession:
         """A stateless request: ``_meta`` carries version and capabilities;
         input-required results are answered by the same handlers as the
         handshake era's server-to-client requests, then retried."""
+        own: Any = None
         if isinstance(params, msgspec.Struct) and "input_responses" in params.__struct_fields__:
             # tools/call, prompts/get, resources/read: stay a Struct (no dict round trip)
             own = params.meta if isinstance(params.meta, dict) else None  # type: ignore[attr-defined]
@@ -361,8 +451,28 @@ class ClientSession:
             base = _params_dict(params)
             data = dict(base)
             data["_meta"] = self._modern_meta(base.get("_meta"))
-        for _ in range(MAX_INPUT_ROUNDS):
-            raw = await self.peer.request(method, data, on_progress=on_progress)
+        renegotiated = False
+        rounds = 0
+        while rounds < MAX_INPUT_ROUNDS:
+            sent = self.protocol_version
+            try:
+                raw = await self.peer.request(method, data, on_progress=on_progress)
+            except UnsupportedProtocolVersion as exc:
+                if renegotiated:
+                    raise
+                renegotiated = True
+                outcome = await self._renegotiate(exc, sent)
+                if outcome is None:
+                    raise
+                if outcome == "handshake":
+                    return await self._call(method, params, result_type, on_progress)
+                # The same round again, under the new version.
+                if base is None:
+                    data = msgspec.structs.replace(data, meta=self._modern_meta(own))
+                else:
+                    data = {**data, "_meta": self._modern_meta(base.get("_meta"))}
+                continue
+            rounds += 1
             if result_type_of(raw) != RESULT_INPUT_REQUIRED:
                 if result_type is None:
                     return None
@@ -404,7 +514,33 @@ class ClientSession:
             await self.peer.request("ping")
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
-        return await self._call("tools/list", _page(cursor), ListToolsResult)
+        """One page of tools. Stateless era: without the tools whose
+        ``x-mcp-header`` annotations are invalid (logged); the annotations of
+        the others are remembered for ``call_tool``."""
+        result: ListToolsResult = await self._call("tools/list", _page(cursor), ListToolsResult)
+        if self.era == "modern":
+            kept = self._absorb_tools(result.tools)
+            if len(kept) != len(result.tools):
+                result = msgspec.structs.replace(result, tools=kept)
+        return result
+
+    def _absorb_tools(self, tools: list[Tool]) -> list[Tool]:
+        kept = []
+        for tool in tools:
+            if not _mentions(tool.input_schema, _X_MCP_HEADER):
+                self._param_maps.pop(tool.name, None)
+                kept.append(tool)
+                continue
+            codec = _param_codec()
+            try:
+                self._param_maps[tool.name] = codec.param_header_map(tool.input_schema)
+            except codec.InvalidParamHeader as exc:
+                self._param_maps.pop(tool.name, None)
+                log.warning("%s: leaving out tool %r: invalid %s annotation: %s", self.name, tool.name,
+                            _X_MCP_HEADER, exc)
+                continue
+            kept.append(tool)
+        return kept
 
     async def call_tool(
         self,
@@ -417,7 +553,21 @@ class ClientSession:
         params = CallToolRequestParams(
             name=name, arguments=UNSET if arguments is None else arguments, meta=UNSET if meta is None else meta
         )
-        return await self._call("tools/call", params, CallToolResult, on_progress)
+        if not self._param_maps or self.era != "modern":
+            return await self._call("tools/call", params, CallToolResult, on_progress)
+        # Publish this call's Mcp-Param-* headers for the transport (None for a
+        # tool without annotations, hiding those of an enclosing call).
+        codec = _param_codec()
+        header_map = self._param_maps.get(name)
+        published = None
+        if header_map:
+            headers = codec.param_headers(header_map, arguments or {})
+            published = codec.ParamHeaders(name, params.arguments, headers)
+        token = codec.PARAM_HEADERS.set(published)
+        try:
+            return await self._call("tools/call", params, CallToolResult, on_progress)
+        finally:
+            codec.PARAM_HEADERS.reset(token)
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
         return await self._call("resources/list", _page(cursor), ListResourcesResult)
@@ -603,6 +753,28 @@ class ClientSession:
 
     def statistics(self) -> Any:
         return self.peer.statistics()
+
+
+def _param_codec() -> Any:
+    """The SEP-2243 helpers (:mod:`trio_mcp.transports.http._headers`), imported
+    on first use: only sessions that met an ``x-mcp-header`` pay for the HTTP stack."""
+    from ..transports.http import _headers
+
+    return _headers
+
+
+def _mentions(schema: Any, key: str) -> bool:
+    """Whether ``key`` is a key of any object nested in ``schema`` (iterative)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if key in node:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _params_dict(params: Any) -> dict[str, Any]:

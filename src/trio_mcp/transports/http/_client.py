@@ -13,6 +13,11 @@ nursery.start(transport.run)`` gives a :class:`HttpClientStream` (a
   request, and so is ``MCP-Protocol-Version`` once known (sniffed from the
   ``initialize`` result; :attr:`HttpClientStream.protocol_version` can be
   set too).
+* Stateless (2026-07-28) messages also carry the headers mirroring their
+  body (``Mcp-Method``, ``Mcp-Name``…, see :mod:`._headers`), and a
+  ``tools/call`` the ``Mcp-Param-*`` headers its session published in
+  :data:`~._headers.PARAM_HEADERS` (read in ``send``, in the caller's task);
+  configured ``Mcp-Param-*`` headers never stand in for them.
 * After ``notifications/initialized`` the GET stream is opened for the
   server's own messages (``405``: the server has none; fine).
 * A broken SSE stream (POST or GET) is resumed with ``Last-Event-ID`` after
@@ -50,7 +55,7 @@ from ...protocol import (
     error_response,
 )
 from .._base import TransportClosed, TransportError
-from ._headers import modern_headers
+from ._headers import PARAM_PREFIX, modern_headers
 from ._sse import SseDecoder, SseError
 
 __all__ = ["StreamableHttpTransport", "HttpClientStream", "HttpClientSettings"]
@@ -152,6 +157,15 @@ class HttpClientStream:
             headers["last-event-id"] = last_event_id
         return headers
 
+    def _post_headers(self, mirrored: dict[str, str]) -> dict[str, str]:
+        """A POST's headers: the configured ones, then what mirrors the body."""
+        headers = self._headers(post=True)
+        if mirrored:
+            # Mcp-Param-* of a stateless message are the call's arguments, nothing else.
+            headers = {k: v for k, v in headers.items() if not k.startswith(PARAM_PREFIX)}
+            headers.update(mirrored)
+        return headers
+
     def _fail(self, exc: TransportError) -> None:
         if self._failure is None and not self._closing:
             self._failure = exc
@@ -211,7 +225,8 @@ class HttpClientStream:
                 self._init_id = message.id
                 self.session_id = None
             assert self._tasks is not None
-            self._tasks.start_soon(self._request_task, message, ids)
+            # Computed here, in the caller's task: PARAM_HEADERS is the caller's.
+            self._tasks.start_soon(self._request_task, message, ids, modern_headers(message))
             await trio.lowlevel.checkpoint()
             return
         await self._post_oneway(message)
@@ -242,8 +257,7 @@ class HttpClientStream:
         self._tasks.start_soon(self._get_task)
 
     async def _post_oneway(self, message: Any) -> None:
-        headers = self._headers(post=True)
-        headers.update(modern_headers(message))
+        headers = self._post_headers(modern_headers(message))
         request = self._client.build_request("POST", self.url, content=encode(message), headers=headers)
         try:
             with trio.fail_after(self.settings.post_timeout):
@@ -271,13 +285,13 @@ class HttpClientStream:
             log.warning("POST of %s refused: HTTP %d %s", _describe_message(message), status,
                         body[:200].decode("utf-8", "replace"))
 
-    async def _request_task(self, message: Any, ids: list[int | str]) -> None:
+    async def _request_task(self, message: Any, ids: list[int | str], mirrored: dict[str, str]) -> None:
         expect = set(ids)
         with trio.CancelScope() as scope:
             for ident in ids:
                 self._inflight[ident] = scope
             try:
-                await self._post_request(message, expect)
+                await self._post_request(message, expect, mirrored)
             except _SessionExpired:
                 self._fail(TransportError("session expired"))
             except httpx.HTTPError as exc:
@@ -294,13 +308,12 @@ class HttpClientStream:
             await self._push(error_response(ident, InternalError(text)))
         expect.clear()
 
-    async def _post_request(self, message: Any, expect: set[int | str]) -> None:
+    async def _post_request(self, message: Any, expect: set[int | str], mirrored: dict[str, str]) -> None:
         settings = self.settings
         timeout = httpx.Timeout(settings.post_timeout, connect=settings.connect_timeout, read=None)
         decoder = SseDecoder(settings.max_message_size)
         request = self._client.build_request(
-            "POST", self.url, content=encode(message), headers={**self._headers(post=True), **modern_headers(message)},
-            timeout=timeout
+            "POST", self.url, content=encode(message), headers=self._post_headers(mirrored), timeout=timeout
         )
         response = await self._client.send(request, stream=True)
         try:

@@ -27,6 +27,10 @@ the negotiated one). Stateless requests of the 2026-07-28 era (version in
 the header or in ``_meta``, no session id) are served by a fresh session
 that lives as long as that one POST; everything it sends travels on that
 POST's stream (``subscriptions/listen`` notifications, for instance).
+Their headers must mirror the body (``Mcp-Method``, ``Mcp-Name``…; a
+``tools/call`` also the ``Mcp-Param-*`` of the tool's ``x-mcp-header``
+annotations, checked against the input schema the app lists for that tool):
+``400`` and -32020 otherwise (see :mod:`._headers`).
 
 Routing (server to client)
 --------------------------
@@ -89,6 +93,7 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Literal
@@ -123,7 +128,14 @@ from ...protocol import (
 )
 from .._base import RELATED_REQUEST, TransportClosed
 from ._eventstore import EventStore, MemoryEventStore, StoredEvent
-from ._headers import header_mismatch
+from ._headers import (
+    PARAM_PREFIX,
+    InvalidParamHeader,
+    ParamHeaderMap,
+    header_mismatch,
+    param_header_map,
+    param_map_mismatch,
+)
 from ._security import LOCAL_HOSTS, HostPolicy
 from ._sse import PING, format_event, format_retry
 
@@ -182,6 +194,32 @@ def _envelope_problem(request: Request) -> tuple[int, McpError] | None:
 def _header_problem(headers: dict[str, str], request: Request) -> tuple[int, McpError] | None:
     problem = header_mismatch(headers, request)
     return None if problem is None else (400, HeaderMismatch(problem))
+
+
+class _CallOnly(Struct):
+    name: Any = None
+    arguments: Any = None
+
+
+#: Most ``tools/list`` pages read to find a called tool's input schema.
+_SCHEMA_LIST_PAGES: Final = 100
+
+
+def _param_map_or_none(schema: Any) -> ParamHeaderMap | None:
+    try:
+        return param_header_map(schema)
+    except InvalidParamHeader:
+        return None  # not enforced: clients drop such a tool
+
+
+def _duplicated_params(scope: Scope) -> frozenset[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for raw_name, _ in scope.get("headers", ()):
+        name = raw_name.decode("latin-1").lower()
+        if name.startswith(PARAM_PREFIX):
+            (twice if name in seen else seen).add(name)
+    return frozenset(twice)
 
 
 def _removed_method(request: Request) -> tuple[int, McpError] | None:
@@ -812,6 +850,12 @@ class StreamableHttpApp:
         self._sse_connections = 0
         self._pumps = 0
         self._pumps_done = trio.Event()
+        #: Per app: (its ``tools`` list, name -> Tool, or (annotations or None, input
+        #: schema) once asked), valid while the app keeps that very list (an
+        #: MCPServer builds a new one on every change).
+        self._tool_headers: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -1113,6 +1157,13 @@ class StreamableHttpApp:
             session = await self._start_session(None)
             session.store = None  # nothing to resume without a session
             ephemeral = True
+            if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
+                # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
+                problem = await self._param_problem(session, scope, headers, request)
+                if problem is not None:
+                    self._end_session(session, "Mcp-Param-* headers rejected")
+                    await _respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
+                    return
         else:
             session = self._session_for(headers)
             if batch and (session.protocol_version or V2025_03_26) > V2025_03_26:
@@ -1122,6 +1173,86 @@ class StreamableHttpApp:
         finally:
             if ephemeral:
                 self._end_session(session, "stateless request done")
+
+    async def _param_problem(
+        self, session: HttpSessionStream, scope: Scope, headers: dict[str, str], request: Request
+    ) -> str | None:
+        """Why the ``Mcp-Param-*`` headers of a stateless ``tools/call`` do not
+        mirror its arguments (None when they do, or when nothing can be checked:
+        malformed params, which the session answers, or an unlisted tool)."""
+        try:
+            call = coerce(request.params, _CallOnly)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        arguments = {} if call.arguments is None else call.arguments
+        if not isinstance(call.name, str) or not isinstance(arguments, dict):
+            return None
+        if not arguments and not any(name.startswith(PARAM_PREFIX) for name in headers):
+            return None  # nothing in the body, nothing in the headers
+        assert session.server_session is not None
+        found = await self._tool_annotations(session.server_session, call.name, request)
+        if found is None or found[0] is None:
+            return None
+        header_map, schema = found
+        duplicated = _duplicated_params(scope)
+        return param_map_mismatch(header_map, schema, arguments, headers, duplicated=duplicated)
+
+    async def _tool_annotations(
+        self, server_session: Any, name: str, request: Request
+    ) -> tuple[ParamHeaderMap | None, Any] | None:
+        """The ``x-mcp-header`` annotations (None when invalid) and input schema
+        of tool ``name`` as the app lists it; None when it lists no such tool.
+
+        An :class:`~trio_mcp.server.MCPServer` listing its own tools: from
+        ``app.tools`` (cached per list). Any other ``tools/list`` handler: its
+        pages, asked through the request's session with the request's ``_meta``."""
+        app = server_session.app
+        handler = app.request_handlers.get("tools/list")
+        if handler is None:
+            return None
+        tools = getattr(app, "tools", None)
+        if isinstance(tools, list) and handler.fn == getattr(app, "_list_tools", None):
+            cached = self._tool_headers.get(app)
+            if cached is None or cached[0] is not tools:
+                cached = (tools, {t.name: t for t in tools})
+                self._tool_headers[app] = cached
+            entry = cached[1].get(name)
+            if entry is None:
+                return None
+            if not isinstance(entry, tuple):  # a Tool: its annotations, worked out once
+                entry = cached[1][name] = (_param_map_or_none(entry.input_schema), entry.input_schema)
+            return entry
+        schema = await self._listed_schema(server_session, name, request)
+        return None if schema is None else (_param_map_or_none(schema), schema)
+
+    async def _listed_schema(self, server_session: Any, name: str, request: Request) -> Any:
+        from ...actors._peer import InboundRequest
+
+        try:
+            meta = coerce(request.params, _AnyMeta).meta
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        params: dict[str, Any] = {"_meta": meta}
+        seen: set[str] = set()
+        for page in range(_SCHEMA_LIST_PAGES):
+            listing = Request(id=f"{request.id}:tools/list:{page}", method="tools/list", params=params)
+            try:
+                result = await server_session.handle_request(InboundRequest(server_session.peer, listing))
+                data = msgspec.to_builtins(result)
+            except Exception as exc:  # fail open: the call itself still gets its answer (or error)
+                log.debug("Mcp-Param-* headers not checked: listing the tools failed: %r", exc)
+                return None
+            if not isinstance(data, dict):
+                return None
+            for tool in data.get("tools") or ():
+                if isinstance(tool, dict) and tool.get("name") == name:
+                    return tool.get("inputSchema")
+            cursor = data.get("nextCursor")
+            if not isinstance(cursor, str) or cursor in seen:
+                return None
+            seen.add(cursor)
+            params = {"_meta": meta, "cursor": cursor}
+        return None
 
     def _stateless_request(self, headers: dict[str, str], requests: list[Request]) -> bool:
         version = headers.get(VERSION_HEADER)
