@@ -82,6 +82,10 @@ class HttpClientSettings:
     max_message_size: int = 4 << 20
     #: Messages received and not yet taken by ``receive``.
     receive_buffer: int = 64
+    #: After a POST stream delivered every answer, how long its end may take
+    #: to arrive: read to the end, the connection is reused (keep-alive);
+    #: abandoned, it is thrown away.
+    sse_tail_timeout: float = 1.0
     #: Consecutive failed reconnections of an SSE stream before giving up.
     max_reconnects: int = 5
     #: Delay before reconnecting when the server gave no ``retry`` hint.
@@ -387,6 +391,11 @@ class HttpClientStream:
                             _discard(expect, item)
                     await self._push(frame)
                     if expect is not None and not expect:
+                        # Every answer is in; the server ends the stream right
+                        # after. Reading its end keeps the connection reusable.
+                        with trio.move_on_after(self.settings.sse_tail_timeout):
+                            async for _ in chunks:
+                                pass
                         return got
         except (httpx.TransportError, httpx.StreamError) as exc:
             log.debug("SSE stream broke: %s", _describe(exc))
