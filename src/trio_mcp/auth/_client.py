@@ -493,8 +493,10 @@ class OAuthClientAuth(httpx.Auth):
                     "no usable protected resource metadata for the MCP server: " + "; ".join(failures)
                 )
             # 2025-03-26 servers publish none: the authorization server is the server's origin.
-            log.info("no protected resource metadata; the authorization server is %s", self._origin)
-            return await self._metadata_context(http, self.server_url, self._origin, None)
+            parts = urlsplit(self.server_url)
+            origin = f"{parts.scheme}://{parts.netloc}"
+            log.info("no protected resource metadata; the authorization server is %s", origin)
+            return await self._metadata_context(http, self.server_url, origin, None)
         if not resource_matches(prm.resource, self.server_url):
             raise ResourceMismatchError(
                 f"the protected resource metadata is for {prm.resource!r}, not for the MCP server "
