@@ -1047,6 +1047,21 @@ async def test_tokens_and_registrations_live_in_the_storage() -> None:
     assert len(authz.authorizations) == 2 and len(authz.registrations) == 1
 
 
+async def test_a_stored_expired_token_is_refreshed_after_discovery() -> None:
+    """A new process with an expired token and its refresh token in the storage:
+    the 401 runs discovery, then the refresh (no new authorization)."""
+    storage = InMemoryTokenStorage()
+    with trio.fail_after(TIMEOUT):
+        async with world(FakeAuthServer(expires_in=0)) as (authz, resource):
+            async with httpx.AsyncClient(auth=make_auth(resource, storage=storage)) as http:
+                assert (await call(http, resource.url)).status_code == 200
+            authz.revoke_all()
+            async with httpx.AsyncClient(auth=make_auth(resource, storage=storage)) as http:
+                assert (await call(http, resource.url)).status_code == 200
+    assert len(authz.authorizations) == 1 and len(authz.registrations) == 1
+    assert [r["form"]["grant_type"] for r in authz.token_requests] == ["authorization_code", "refresh_token"]
+
+
 async def test_login_ahead_of_the_first_request() -> None:
     with trio.fail_after(TIMEOUT):
         async with world(prm_in_header=False, scopes_supported=["mcp:a"]) as (authz, resource):

@@ -288,15 +288,17 @@ class OAuthClientAuth(httpx.Auth):
             tokens = self._tokens
             if tokens is not None and tokens.expired(self.settings.expiry_margin):
                 context = self._context
-                if tokens.refresh_token and context is not None and context.issuer == tokens.issuer:
+                if not tokens.refresh_token:
+                    self._set_tokens(None)
+                elif context is not None and context.issuer == tokens.issuer:
                     try:
                         async with self._http() as http:
                             await self._refresh(http, context, tokens)
                     except OAuthError as exc:
                         log.info("token refresh failed (%s); authorizing again on the next 401", exc)
                         self._set_tokens(None)
-                else:
-                    self._set_tokens(None)
+                # else (tokens from the storage, nothing discovered yet): the 401
+                # the stale token meets runs discovery, then the refresh.
             return self._apply(request)
 
     def _apply(self, request: httpx.Request) -> int:
