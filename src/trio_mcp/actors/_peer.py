@@ -51,7 +51,6 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportError
 from ..transports._base import RELATED_REQUEST
-from ..transports.memory import MemoryStream
 from ._actor import ExitReason
 
 __all__ = [
@@ -353,8 +352,10 @@ class Peer:
                 self._nursery = nursery
                 nursery.start_soon(self._notification_loop)
                 nursery.start_soon(self._outbox_loop)
-                if type(self.stream) is MemoryStream:  # not through wrappers that watch receive()
-                    self.stream.set_direct(self._direct)
+                # Streams that accept direct hand-over define set_direct on
+                # their class (never through wrappers that watch receive()).
+                if getattr(type(self.stream), "set_direct", None) is not None:
+                    self.stream.set_direct(self._direct)  # type: ignore[attr-defined]
                 task_status.started(self)
                 try:
                     reason = await self._read_loop()
@@ -422,8 +423,8 @@ class Peer:
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
-        if type(self.stream) is MemoryStream:
-            self.stream.set_direct(None)
+        if getattr(type(self.stream), "set_direct", None) is not None:
+            self.stream.set_direct(None)  # type: ignore[attr-defined]
         self._queue_send.close()
         self._notif_send.close()
         self._outbox_send.close()

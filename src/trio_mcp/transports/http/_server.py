@@ -563,6 +563,7 @@ class HttpSessionStream:
         self._tag = secrets.token_hex(6)
         self._counter = 0
         self._in_send, self._in_recv = trio.open_memory_channel[Frame](self.settings.inbound_queue)
+        self._direct: Callable[[Any], bool] | None = None
         self.awaiting: dict[int | str, _OutStream] = {}
         self.streams: dict[str, _OutStream] = {}
         self.standalone = self._new_stream(standalone=True, mode="sse")
@@ -654,11 +655,21 @@ class HttpSessionStream:
             log.exception("event store: events_after failed")
             return None
 
+    def set_direct(self, receiver: Callable[[Any], bool] | None) -> None:
+        """Let POST handlers hand a request or response straight to the
+        session's peer while its reader is idle (see MemoryStream.set_direct)."""
+        self._direct = receiver
+
     async def enqueue(self, frame: Frame) -> int:
         """Hand a POST body to the session: 0 when queued, else an HTTP status."""
         if self.closed:
             return 404
         self.touch()
+        direct = self._direct
+        if direct is not None and type(frame) in (Request, Response, ErrorResponse):
+            stats = self._in_send.statistics()
+            if stats.current_buffer_used == 0 and stats.tasks_waiting_receive > 0 and direct(frame):
+                return 0
         with trio.move_on_after(self.settings.enqueue_timeout):
             try:
                 await self._in_send.send(frame)
@@ -744,6 +755,7 @@ class HttpSessionStream:
         if self.closed:
             return
         self.closed = True
+        self._direct = None
         self._in_send.close()
         for stream in list(self.streams.values()):
             stream.close()
@@ -1315,7 +1327,12 @@ class StreamableHttpApp:
             if is_init:
                 self._end_session(session, "initialize not accepted")
             raise _HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-        await self._pump(session, stream, conn, [], receive, send, sse_now=mode == "sse")
+        # A JSON answer in a session needs no watcher for the client going
+        # away (the answer is written once, to whoever is there); an SSE
+        # stream, or a stateless request (whose end cancels it), does.
+        await self._pump(
+            session, stream, conn, [], receive, send, sse_now=mode == "sse", watch=mode == "sse" or session.id is None
+        )
         if session.id is None and not conn.complete:
             # A stateless request whose client went away: nobody can resume it.
             self._end_session(session, "client went away")
@@ -1390,6 +1407,7 @@ class StreamableHttpApp:
         *,
         sse_now: bool,
         forget: str | None = None,
+        watch: bool = True,
     ) -> None:
         """Write a stream's items to one HTTP response until the stream is
         complete, the session ends, or the client goes away."""
@@ -1434,7 +1452,8 @@ class StreamableHttpApp:
 
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+                if watch:
+                    nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
                 try:
                     if sse_now:
                         await start_sse()
