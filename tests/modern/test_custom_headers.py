@@ -47,7 +47,6 @@ from trio_mcp.transports.http._headers import (
     InvalidParamHeader,
     ParamHeaders,
     decode_header_value,
-    encode_header_value,
     modern_headers,
     param_header_map,
     param_header_mismatch,

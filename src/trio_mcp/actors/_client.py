@@ -26,6 +26,7 @@ Stateless era (2026-07-28) specifics:
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal
@@ -172,6 +173,7 @@ class ClientSession:
         protocol_version: str = LATEST_HANDSHAKE_VERSION,
         era: Era = "handshake",
         server_key: str | None = None,
+        discover_timeout: float = DISCOVER_PROBE_TIMEOUT,
         sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
@@ -191,6 +193,8 @@ class ClientSession:
         if era not in ("auto", "handshake", "modern"):
             raise ValueError("era must be 'auto', 'handshake' or 'modern'")
         self.era_setting: Era = era
+        #: Seconds the ``server/discover`` probe of ``era="auto"`` may take.
+        self.discover_timeout = discover_timeout
         self.server_key = server_key
         #: "handshake" or "modern" once connected.
         self.era: str | None = None
@@ -304,7 +308,11 @@ class ClientSession:
         offers it, unless ``strict``)."""
         params = {"_meta": self._modern_meta({META_PROTOCOL_VERSION: version})}
         try:
-            with trio.fail_after(DISCOVER_PROBE_TIMEOUT):
+            # Bounded when probing (a server that ignores unknown requests must
+            # not stall the fallback); not when the era is pinned: then this is
+            # simply the first request (an OAuth login may run inside it), and
+            # its deadline is the caller's cancel scope.
+            with trio.fail_after(self.discover_timeout if not strict else math.inf):
                 raw = await self.peer.request("server/discover", params)
             result = coerce(raw, DiscoverResult)
         except UnsupportedProtocolVersion as exc:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 import attrs
 import trio

@@ -87,7 +87,7 @@ from __future__ import annotations
 import logging
 import secrets
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache, partial
 from typing import Any, Final
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -98,6 +98,7 @@ import trio
 
 from .._util import collapse_groups
 from ..protocol import PARSE_ERROR, Frame, InvalidMessage, decode, encode, error_response
+from ._asgi import AsgiApp, Disconnected, HttpError, Receive, Scope, Send, as_tuple, header_map, watch_disconnect
 from ._base import TransportClosed, TransportError
 from .http._security import LOCAL_HOSTS, HostPolicy
 from .http._sse import SseDecoder, SseError
@@ -114,17 +115,10 @@ __all__ = [
 
 log = logging.getLogger("trio_mcp.sse")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: A comment line: keeps idle connections alive through proxies.
 PING: Final = b": ping\n\n"
 SESSION_PARAM: Final = "session_id"
-
-
-def _tuple(value: Iterable[str]) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def format_sse(event: str, data: str | bytes) -> bytes:
@@ -151,9 +145,9 @@ class SseServerSettings:
     #: Check ``Host`` and ``Origin`` (DNS-rebinding protection).
     dns_rebinding_protection: bool = True
     #: Host names (``"name"`` any port, ``"name:port"``) the server answers to.
-    allowed_hosts: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=_tuple)
+    allowed_hosts: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=as_tuple)
     #: Origins allowed in browser requests (host names or full origins).
-    allowed_origins: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=_tuple)
+    allowed_origins: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=as_tuple)
     #: Sessions alive at once; a GET beyond gets ``503``.
     max_sessions: int = 1024
     #: POSTed frames waiting for the session's peer.
@@ -187,19 +181,6 @@ class SseServerInfo:
     port: int
     #: The URL of the event stream (what clients open).
     url: str
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str, *, code: int = -32000, headers: Iterable[tuple[bytes, bytes]] = ()):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.headers = list(headers)
-
-
-class _Disconnected(Exception):
-    pass
 
 
 class SseSessionStream:
@@ -276,7 +257,7 @@ class SseSessionStream:
         self._finished.set()
 
 
-class SseApp:
+class SseApp(AsgiApp):
     """The legacy SSE endpoints as an ASGI 3 application.
 
     ``app`` is a :class:`~trio_mcp.server.LowLevelServer` (or
@@ -368,58 +349,30 @@ class SseApp:
 
     # ----------------------------------------------------------------- ASGI
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            await self._http(scope, receive, send)
-        elif kind == "lifespan":
-            await self._lifespan(receive, send)
-        # websocket and others: not ours; returning closes them
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        message = await receive()
-        if message["type"] != "lifespan.startup":
-            return
-        if self._running:  # run() is hosted elsewhere (SseServer)
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        async with trio.open_nursery() as nursery:
-            try:
-                await nursery.start(self.run)
-            except Exception as exc:
-                await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                return
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
-            await self.aclose()
-        await send({"type": "lifespan.shutdown.complete"})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _header_map(scope)
+        headers = header_map(scope)
         s = self.settings
         try:
             path = scope.get("path")
             if path not in (s.sse_path, s.message_path):
-                raise _HttpError(404, "Not found")
+                raise HttpError(404, "Not found")
             if s.dns_rebinding_protection:
                 if not self._policy.host_allowed(headers.get("host")):
-                    raise _HttpError(421, "Host not allowed")
+                    raise HttpError(421, "Host not allowed")
                 if not self._policy.origin_allowed(headers.get("origin")):
-                    raise _HttpError(403, "Origin not allowed")
+                    raise HttpError(403, "Origin not allowed")
             method = scope.get("method", "GET")
             if path == s.sse_path:
                 if method != "GET":
-                    raise _HttpError(405, "Method not allowed", headers=[(b"allow", b"GET")])
+                    raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET")])
                 await self._get(scope, receive, send)
             else:
                 if method != "POST":
-                    raise _HttpError(405, "Method not allowed", headers=[(b"allow", b"POST")])
+                    raise HttpError(405, "Method not allowed", headers=[(b"allow", b"POST")])
                 await self._post(scope, receive, send, headers)
-        except _HttpError as exc:
+        except HttpError as exc:
             await _respond(send, exc.status, _error_body(exc.code, exc.message), exc.headers)
 
     # ------------------------------------------------------------------- GET
@@ -427,9 +380,9 @@ class SseApp:
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
         nursery = self._nursery
         if nursery is None or self._closed:
-            raise _HttpError(503, "Server is not running")
+            raise HttpError(503, "Server is not running")
         if len(self.sessions) >= self.settings.max_sessions:
-            raise _HttpError(503, "Too many sessions")
+            raise HttpError(503, "Too many sessions")
         session = SseSessionStream(self, secrets.token_hex(16))
         self.sessions[session.id] = session
         self._created += 1
@@ -438,7 +391,7 @@ class SseApp:
                 await nursery.start(self._session_task, session)
             except Exception:
                 log.exception("could not start a session")
-                raise _HttpError(500, "Could not start a session") from None
+                raise HttpError(500, "Could not start a session") from None
             endpoint = f"{scope.get('root_path', '')}{self.settings.message_path}?{SESSION_PARAM}={session.id}"
             await self._pump(session, endpoint, receive, send)
         finally:
@@ -453,7 +406,7 @@ class SseApp:
             await send({"type": "http.response.body", "body": data, "more_body": more})
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
             await send({
                 "type": "http.response.start",
                 "status": 200,
@@ -483,16 +436,16 @@ class SseApp:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         values = query.get(SESSION_PARAM) or query.get("sessionId")
         if not values:
-            raise _HttpError(400, f"Bad Request: missing {SESSION_PARAM}")
+            raise HttpError(400, f"Bad Request: missing {SESSION_PARAM}")
         session = self.sessions.get(values[0])
         if session is None or session.closed:
-            raise _HttpError(404, "Session not found")
+            raise HttpError(404, "Session not found")
         ctype = headers.get("content-type")
         if ctype is not None and ctype.partition(";")[0].strip().lower() != "application/json":
-            raise _HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
+            raise HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
         try:
             body = await self._read_body(receive, headers)
-        except _Disconnected:
+        except Disconnected:
             return  # a partial body is dropped whole
         frame = decode(body)
         if type(frame) is InvalidMessage and frame.error.code == PARSE_ERROR:
@@ -500,35 +453,26 @@ class SseApp:
             return
         status = await session.enqueue(frame)
         if status:
-            raise _HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
+            raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
         await _respond(send, 202, b"Accepted", content_type=b"text/plain; charset=utf-8")
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
         limit = self.settings.max_body_size
         length = headers.get("content-length")
         # The rest of the body stays unread: the connection cannot be reused.
-        too_large = _HttpError(413, f"Payload too large (limit {limit} bytes)", headers=[(b"connection", b"close")])
+        too_large = HttpError(413, f"Payload too large (limit {limit} bytes)", headers=[(b"connection", b"close")])
         if length is not None and length.strip().isdigit() and int(length) > limit:
             raise too_large
         body = bytearray()
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise _Disconnected
+                raise Disconnected
             body += message.get("body", b"")
             if len(body) > limit:
                 raise too_large
             if not message.get("more_body", False):
                 return bytes(body)
-
-
-def _header_map(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", ()):
-        name = raw_name.decode("latin-1").lower()
-        value = raw_value.decode("latin-1")
-        out[name] = f"{out[name]}, {value}" if name in out else value
-    return out
 
 
 def _error_body(code: int, message: str) -> bytes:
@@ -549,14 +493,6 @@ async def _respond(
     out.extend(headers)
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def _watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
 
 
 class SseServer:

@@ -123,6 +123,8 @@ class HttpClientStream:
         self.session_id: str | None = None
         #: Sent as ``MCP-Protocol-Version`` once known.
         self.protocol_version: str | None = None
+        #: The stateless-era version of the last mirrored request (no session).
+        self._modern_version: str | None = None
         self._recv_send, self._recv = trio.open_memory_channel[Frame](self.settings.receive_buffer)
         self._init_id: int | str | None = None
         self._inflight: dict[int | str, trio.CancelScope] = {}
@@ -162,8 +164,15 @@ class HttpClientStream:
         return headers
 
     def _post_headers(self, mirrored: dict[str, str]) -> dict[str, str]:
-        """A POST's headers: the configured ones, then what mirrors the body."""
+        """A POST's headers: the configured ones, then what mirrors the body.
+        A stateless-era message that mirrors nothing (a notification) still
+        says which version it speaks."""
         headers = self._headers(post=True)
+        version = mirrored.get("mcp-protocol-version")
+        if version is not None:
+            self._modern_version = version
+        elif self._modern_version is not None and self.session_id is None:
+            headers.setdefault("mcp-protocol-version", self._modern_version)
         if mirrored:
             # Mcp-Param-* of a stateless message are the call's arguments, nothing else.
             headers = {k: v for k, v in headers.items() if not k.startswith(PARAM_PREFIX)}

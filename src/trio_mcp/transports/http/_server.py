@@ -95,7 +95,7 @@ import math
 import secrets
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, Literal
 
 import attrs
@@ -126,6 +126,7 @@ from ...protocol import (
     encode,
     error_response,
 )
+from .._asgi import AsgiApp, Disconnected, HttpError, Receive, Scope, Send, as_tuple, header_map, watch_disconnect
 from .._base import RELATED_REQUEST, TransportClosed
 from ._eventstore import EventStore, MemoryEventStore, StoredEvent
 from ._headers import (
@@ -151,9 +152,6 @@ __all__ = [
 
 log = logging.getLogger("trio_mcp.http.server")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 SESSION_HEADER: Final = "mcp-session-id"
 VERSION_HEADER: Final = "mcp-protocol-version"
@@ -235,10 +233,6 @@ _NEVER_STATELESS: Final = frozenset({"initialize", "ping", "logging/setLevel", "
                                       "resources/unsubscribe"})
 
 
-def _tuple(value: Iterable[str]) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
 @attrs.frozen(kw_only=True)
 class HttpServerSettings:
     """Every option and bound of the Streamable HTTP server, named."""
@@ -253,9 +247,9 @@ class HttpServerSettings:
     #: Check ``Host`` and ``Origin`` (DNS-rebinding protection).
     dns_rebinding_protection: bool = True
     #: Host names (``"name"`` any port, ``"name:port"``) the server answers to.
-    allowed_hosts: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=_tuple)
+    allowed_hosts: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=as_tuple)
     #: Origins allowed in browser requests (host names or full origins).
-    allowed_origins: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=_tuple)
+    allowed_origins: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=as_tuple)
     #: Sessions alive at once; ``initialize`` beyond it gets ``503``.
     max_sessions: int = 1024
     #: Seconds a session may stay without any request or open stream
@@ -319,15 +313,6 @@ class HttpServerInfo:
 
 class _Busy(Exception):
     """The stream already has a connection (409)."""
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str, *, code: int = -32000, headers: Iterable[tuple[bytes, bytes]] = ()):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.headers = list(headers)
 
 
 # ---------------------------------------------------------------- streams
@@ -771,15 +756,6 @@ class _VersionOnly(Struct):
 # -------------------------------------------------------------------- app
 
 
-def _header_map(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", ()):
-        name = raw_name.decode("latin-1").lower()
-        value = raw_value.decode("latin-1")
-        out[name] = f"{out[name]}, {value}" if name in out else value
-    return out
-
-
 def _media_types(value: str | None) -> set[str]:
     if value is None:
         return {"*/*"}
@@ -808,7 +784,7 @@ def _error_body(code: int, message: str, ident: Any = None) -> bytes:
     return encode({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
-class StreamableHttpApp:
+class StreamableHttpApp(AsgiApp):
     """The Streamable HTTP endpoint as an ASGI 3 application.
 
     ``app`` is a :class:`~trio_mcp.server.LowLevelServer` (or
@@ -990,7 +966,7 @@ class StreamableHttpApp:
     async def _start_session(self, session_id: str | None) -> HttpSessionStream:
         nursery = self._nursery
         if nursery is None or self._closed:
-            raise _HttpError(503, "Server is not running")
+            raise HttpError(503, "Server is not running")
         session = HttpSessionStream(self, session_id)
         if session_id is not None:
             self.sessions[session_id] = session
@@ -1028,46 +1004,18 @@ class StreamableHttpApp:
 
     # ----------------------------------------------------------------- ASGI
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            await self._http(scope, receive, send)
-        elif kind == "lifespan":
-            await self._lifespan(receive, send)
-        # websocket and others: not ours; returning closes them
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        message = await receive()
-        if message["type"] != "lifespan.startup":
-            return
-        if self._running:  # run() is hosted elsewhere (HttpServer)
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        async with trio.open_nursery() as nursery:
-            try:
-                await nursery.start(self.run)
-            except Exception as exc:
-                await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                return
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
-            await self.aclose()
-        await send({"type": "lifespan.shutdown.complete"})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _header_map(scope)
+        headers = header_map(scope)
         try:
             if scope.get("path") != self.settings.path:
-                raise _HttpError(404, "Not found")
+                raise HttpError(404, "Not found")
             if self.settings.dns_rebinding_protection:
                 if not self._policy.host_allowed(headers.get("host")):
-                    raise _HttpError(421, "Host not allowed")
+                    raise HttpError(421, "Host not allowed")
                 if not self._policy.origin_allowed(headers.get("origin")):
-                    raise _HttpError(403, "Origin not allowed")
+                    raise HttpError(403, "Origin not allowed")
             method = scope.get("method", "GET")
             if method == "POST":
                 await self._post(scope, receive, send, headers)
@@ -1076,8 +1024,8 @@ class StreamableHttpApp:
             elif method == "DELETE":
                 await self._delete(send, headers)
             else:
-                raise _HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
-        except _HttpError as exc:
+                raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+        except HttpError as exc:
             await _respond(send, exc.status, _error_body(exc.code, exc.message), exc.headers)
 
     # ---------------------------------------------------------------- checks
@@ -1085,13 +1033,13 @@ class StreamableHttpApp:
     def _session_for(self, headers: dict[str, str]) -> HttpSessionStream:
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
-            raise _HttpError(400, "Bad Request: missing Mcp-Session-Id header")
+            raise HttpError(400, "Bad Request: missing Mcp-Session-Id header")
         session = self.sessions.get(session_id)
         if session is None:
-            raise _HttpError(404, "Session not found")
+            raise HttpError(404, "Session not found")
         version = headers.get(VERSION_HEADER)
         if version is not None and version.strip() not in HANDSHAKE_VERSIONS:
-            raise _HttpError(
+            raise HttpError(
                 400, f"Bad Request: unsupported MCP-Protocol-Version {version.strip()!r}; "
                 f"supported: {', '.join(HANDSHAKE_VERSIONS)}"
             )
@@ -1101,15 +1049,15 @@ class StreamableHttpApp:
         limit = self.settings.max_body_size
         length = headers.get("content-length")
         if length is not None and length.strip().isdigit() and int(length) > limit:
-            raise _HttpError(413, f"Payload too large (limit {limit} bytes)")
+            raise HttpError(413, f"Payload too large (limit {limit} bytes)")
         body = bytearray()
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise _Disconnected
+                raise Disconnected
             body += message.get("body", b"")
             if len(body) > limit:
-                raise _HttpError(413, f"Payload too large (limit {limit} bytes)")
+                raise HttpError(413, f"Payload too large (limit {limit} bytes)")
             if not message.get("more_body", False):
                 return bytes(body)
 
@@ -1118,15 +1066,15 @@ class StreamableHttpApp:
     async def _post(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         ctype = headers.get("content-type", "").partition(";")[0].strip().lower()
         if ctype != "application/json":
-            raise _HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
+            raise HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
         accepted = _media_types(headers.get("accept"))
         json_ok = _accepts(accepted, "application/json")
         sse_ok = _accepts(accepted, "text/event-stream")
         if not (json_ok or sse_ok):
-            raise _HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
+            raise HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
         try:
             body = await self._read_body(receive, headers)
-        except _Disconnected:
+        except Disconnected:
             return
         frame = decode(body)
         if type(frame) is InvalidMessage:
@@ -1146,16 +1094,16 @@ class StreamableHttpApp:
         ephemeral = False
         if is_init:
             if batch:
-                raise _HttpError(400, "Invalid Request: initialize must not be part of a batch", code=-32600)
+                raise HttpError(400, "Invalid Request: initialize must not be part of a batch", code=-32600)
             if len(self.sessions) >= self.settings.max_sessions:
-                raise _HttpError(503, "Too many sessions")
+                raise HttpError(503, "Too many sessions")
             session = await self._start_session(secrets.token_urlsafe(24))
         elif SESSION_HEADER not in headers and self._stateless_request(headers, requests):
             if not requests:
                 await _respond(send, 202, b"")
                 return
             if batch:
-                raise _HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
+                raise HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
             # The validation ladder of a stateless request, first failure wins:
             # _meta envelope (-32602), mirrored headers (-32020), the method
             # exists in this era (404, -32601); the session checks the version
@@ -1179,7 +1127,7 @@ class StreamableHttpApp:
         else:
             session = self._session_for(headers)
             if batch and (session.protocol_version or V2025_03_26) > V2025_03_26:
-                raise _HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
+                raise HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
         try:
             await self._post_session(session, frame, requests, batch, is_init, json_ok, sse_ok, receive, send)
         finally:
@@ -1298,12 +1246,12 @@ class StreamableHttpApp:
         if not requests:
             status = await session.enqueue(frame)
             if status:
-                raise _HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
+                raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
             await _respond(send, 202, b"", self._session_headers(session))
             return
         ids = [r.id for r in requests]
         if len(set(ids)) != len(ids) or any(i in session.awaiting for i in ids):
-            raise _HttpError(400, "Invalid Request: duplicate request id", code=-32600)
+            raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
         setting = self.settings.json_response
         if setting is True:
             mode: Mode = "json" if json_ok else "sse"
@@ -1326,7 +1274,7 @@ class StreamableHttpApp:
             session.abandon(stream)
             if is_init:
                 self._end_session(session, "initialize not accepted")
-            raise _HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
+            raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
         # A JSON answer in a session needs no watcher for the client going
         # away (the answer is written once, to whoever is there); an SSE
         # stream, or a stateless request (whose end cancels it), does.
@@ -1341,7 +1289,7 @@ class StreamableHttpApp:
 
     async def _get(self, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         if not _accepts(_media_types(headers.get("accept")), "text/event-stream"):
-            raise _HttpError(406, "Not Acceptable: the GET stream is text/event-stream")
+            raise HttpError(406, "Not Acceptable: the GET stream is text/event-stream")
         session = self._session_for(headers)
         conn = _Conn(self.settings.sse_buffer, True)
         last = headers.get(LAST_EVENT_HEADER)
@@ -1362,7 +1310,7 @@ class StreamableHttpApp:
                     try:
                         initial = await live.attach(conn, resume_after=last)
                     except _Busy:
-                        raise _HttpError(409, "Conflict: that stream is already open") from None
+                        raise HttpError(409, "Conflict: that stream is already open") from None
                     stream = live
                 else:
                     # Finished while disconnected: replay what is left, then end.
@@ -1374,13 +1322,13 @@ class StreamableHttpApp:
         if stream is None:
             current = session.standalone
             if current.conn is not None:
-                raise _HttpError(409, "Conflict: the session's GET stream is already open")
+                raise HttpError(409, "Conflict: the session's GET stream is already open")
             if current.ever_attached:
                 current = session.new_standalone()
             try:
                 initial = await current.attach(conn)
             except _Busy:
-                raise _HttpError(409, "Conflict: the session's GET stream is already open") from None
+                raise HttpError(409, "Conflict: the session's GET stream is already open") from None
             stream = current
         await self._pump(session, stream, conn, initial, receive, send, sse_now=True)
 
@@ -1453,7 +1401,7 @@ class StreamableHttpApp:
         try:
             async with trio.open_nursery() as nursery:
                 if watch:
-                    nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+                    nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
                 try:
                     if sse_now:
                         await start_sse()
@@ -1507,18 +1455,6 @@ class StreamableHttpApp:
                 target = forget if forget is not None else (stream.id if stream is not None and not stream.standalone else None)
                 if target is not None:
                     self._forget_later(session, target)
-
-
-class _Disconnected(Exception):
-    pass
-
-
-async def _watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
