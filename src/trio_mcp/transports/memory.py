@@ -50,6 +50,8 @@ class MemoryStream:
         #: The other end of the pair (set by :func:`memory_pair`).
         self._other: MemoryStream | None = None
         self._direct: Callable[[Any], bool] | None = None
+        #: This end's reader waits in receive() with nothing buffered or handed to it.
+        self._waiting = False
         self.direct_deliveries = 0
 
     def set_direct(self, receiver: Callable[[Any], bool] | None) -> None:
@@ -64,10 +66,9 @@ class MemoryStream:
     async def send(self, message: Any) -> None:
         other = self._other
         if other is not None and other._direct is not None and type(message) in _DIRECT_KINDS:
-            # Only while the reader is idle in receive() with nothing queued or
+            # Only while the reader waits in receive() with nothing queued or
             # handed to it yet: then no earlier frame can be overtaken.
-            stats = self._send.statistics()
-            if stats.current_buffer_used == 0 and stats.tasks_waiting_receive > 0 and not other._closed():
+            if other._waiting:
                 frame = decode(encode(message)) if self._bytes else message
                 if other._direct(frame):
                     self.direct_deliveries += 1
@@ -78,6 +79,8 @@ class MemoryStream:
             # Room in the buffer: deliver without a schedule point (the
             # caller awaits its reply next anyway); full: wait (backpressure).
             self._send.send_nowait(item)
+            if other is not None:
+                other._waiting = False  # an item is on its way to that reader
         except trio.WouldBlock:
             try:
                 await self._send.send(item)
@@ -88,8 +91,18 @@ class MemoryStream:
 
     async def receive(self) -> Frame:
         try:
-            item = await self._receive.receive()
-        except trio.ClosedResourceError:
+            try:
+                item = self._receive.receive_nowait()
+            except trio.WouldBlock:
+                # Nothing buffered: the reader now waits (direct hand-over allowed).
+                self._waiting = True
+                try:
+                    item = await self._receive.receive()
+                finally:
+                    self._waiting = False
+            else:
+                await trio.lowlevel.checkpoint_if_cancelled()
+        except (trio.ClosedResourceError, trio.EndOfChannel):
             raise trio.EndOfChannel from None
         return decode(item) if self._bytes else item
 
@@ -109,10 +122,6 @@ class MemoryStream:
             await self._send.send(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise TransportClosed("in-memory peer closed") from None
-
-    def _closed(self) -> bool:
-        stats = self._receive.statistics()
-        return stats.open_send_channels == 0 or stats.open_receive_channels == 0
 
     async def aclose(self) -> None:
         self._direct = None
