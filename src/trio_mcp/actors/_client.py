@@ -127,6 +127,9 @@ DISCOVER_PROBE_TIMEOUT: Final = 5.0
 #: The input-schema annotation of SEP-2243 custom headers.
 _X_MCP_HEADER: Final = "x-mcp-header"
 
+#: Seconds to wait for ``notifications/subscriptions/acknowledged``.
+LISTEN_ACK_TIMEOUT: Final = 10.0
+
 Era = Literal["auto", "handshake", "modern"]
 
 
@@ -637,7 +640,10 @@ class ClientSession:
                     acknowledged.set()
 
         self._nursery.start_soon(listen)
-        await acknowledged.wait()
+        # Bounded: a server that never acknowledges leaves the stream open
+        # (notifications still arrive once it does), it does not hang us.
+        with trio.move_on_after(LISTEN_ACK_TIMEOUT):
+            await acknowledged.wait()
 
     async def open_listen(self) -> None:
         """Open the notification stream of the stateless era for the
