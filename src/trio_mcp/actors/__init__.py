@@ -3,7 +3,7 @@
 import importlib
 from typing import Any
 
-from ._actor import Actor, ExitReason
+from ._actor import ExitReason
 from ._peer import (
     NON_CANCELLABLE,
     Dispatcher,
@@ -53,7 +53,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     *_LAZY,
-    "Actor",
     "ExitReason",
     "Peer",
     "PeerLimits",
