@@ -79,6 +79,10 @@ def test_call_exit_status_on_errors() -> None:
     assert unknown.returncode == 2 and "no tool 'nope'" in unknown.stderr
     missing = cli("list", "--", "definitely-not-a-command-xyz")
     assert missing.returncode == 1 and "definitely-not-a-command-xyz" in missing.stderr
+    # nothing listens on port 9 of 127.0.0.1: one clear line, no traceback
+    unreachable = cli("list", "http://127.0.0.1:9/mcp")
+    assert unreachable.returncode == 1 and "connect" in unreachable.stderr.lower()
+    assert "Traceback" not in unreachable.stderr and unreachable.stderr.count("\n") == 1
 
 
 def test_run_http_then_call_it_by_url() -> None:

@@ -98,7 +98,7 @@ from ..protocol import (
     coerce,
 )
 from .._util import collapse_groups
-from ..transports import MessageStream
+from ..transports import MessageStream, TransportError
 from ._actor import ExitReason
 from ._peer import InboundRequest, Peer, PeerLimits, ProgressCallback
 from ._server import METHOD_CAPABILITY, _declared
@@ -247,17 +247,30 @@ class ClientSession:
         return ClientCapabilities(**caps)
 
     async def run(self, *, task_status: trio.TaskStatus[ClientSession] = trio.TASK_STATUS_IGNORED) -> ExitReason:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            await nursery.start(self.peer.run)
+        connected = False
+
+        async def run_peer(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
             try:
-                await self._connect()
-            except BaseException:
-                await self.peer.aclose()
-                raise
-            task_status.started(self)
-            await self.peer.wait_stopped()
-            nursery.cancel_scope.cancel()
+                await self.peer.run(task_status=task_status)
+            except TransportError:
+                if connected:
+                    raise  # a live session's transport broke: that is how this actor ends
+                # Before the handshake is done, the handshake's own ConnectionClosed
+                # (which names this failure) is the one error the caller gets.
+
+        with collapse_groups():
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await nursery.start(run_peer)
+                try:
+                    await self._connect()
+                except BaseException:
+                    await self.peer.aclose()
+                    raise
+                connected = True
+                task_status.started(self)
+                await self.peer.wait_stopped()
+                nursery.cancel_scope.cancel()
         return ExitReason("closed", "session ended")
 
     async def _connect(self) -> None:
