@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,6 +25,25 @@ JSON_FIELDS = ("bench", "impl", "mode", "concurrency", "calls_per_s", "mean_us",
 def default_warmup(seconds: float) -> float:
     """Warm-up before each row: half a second, less for very short runs."""
     return max(0.05, min(0.5, seconds / 2))
+
+
+def cpu_ns(pid: int | None) -> int | None:
+    """CPU time (ns) used so far by a live process's threads: the first field
+    of ``/proc/<pid>/task/*/schedstat`` (Linux), unaffected by the time the
+    process waited for a CPU on a busy machine. ``None`` when unknown."""
+    if pid is None:
+        return None
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    except OSError:
+        return None
+    return total or None
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

@@ -58,7 +58,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _report import PAYLOAD, default_warmup, json_line, label, make_row, measure  # noqa: E402
+from _report import PAYLOAD, cpu_ns, default_warmup, json_line, label, make_row, measure  # noqa: E402
 
 BENCH = "http"
 OURS = "trio-mcp"
@@ -94,22 +94,6 @@ def sdk_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
 
 
-def cpu_ns(pid: int | None) -> int | None:
-    """CPU time (ns) used so far by a live process's threads: the first field
-    of ``/proc/<pid>/task/*/schedstat`` (Linux)."""
-    if pid is None:
-        return None
-    total = 0
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    except OSError:
-        return None
-    return total or None
 
 
 def per_call_us(ns: int | None, calls: int) -> float | None:

@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE))
 
 from _report import (  # noqa: E402
     PAYLOAD,
+    cpu_ns,
     default_warmup,
     json_line,
     label,
@@ -111,23 +112,6 @@ def peak_rss_kb(pid: int | None) -> int | None:
     return None
 
 
-def cpu_ns(pid: int | None) -> int | None:
-    """CPU time (ns) used so far by a live process's threads: the first field
-    of ``/proc/<pid>/task/*/schedstat`` (Linux), unaffected by the time the
-    process waited for a CPU on a busy machine."""
-    if pid is None:
-        return None
-    total = 0
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    except OSError:
-        return None
-    return total or None
 
 
 def rss_row(server: str, client: str, mode: str, kb: int, source: str = "VmHWM") -> dict[str, Any]:

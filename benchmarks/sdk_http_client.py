@@ -15,7 +15,6 @@ default. Notes go to stderr.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from importlib.metadata import version
@@ -23,28 +22,12 @@ from importlib.metadata import version
 import anyio
 from mcp import Client
 
-from _report import PAYLOAD, default_warmup, json_line, make_row, measure
+from _report import PAYLOAD, cpu_ns, default_warmup, json_line, make_row, measure
 
 BENCH = "http"
 CLIENT = "mcp-sdk"
 
 
-def cpu_ns(pid: int | None) -> int | None:
-    """CPU time (ns) used so far by a live process's threads: the first field
-    of ``/proc/<pid>/task/*/schedstat`` (Linux)."""
-    if pid is None:
-        return None
-    total = 0
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    except OSError:
-        return None
-    return total or None
 
 
 async def sample_cpu(out: dict[str, int | None], warmup: float, seconds: float, server_pid: int | None) -> None:

@@ -35,7 +35,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from _report import PAYLOAD, default_warmup, json_line, make_row, measure
+from _report import PAYLOAD, cpu_ns, default_warmup, json_line, make_row, measure
 
 BENCH = "stdio"
 CLIENT = "mcp-sdk"
@@ -84,19 +84,6 @@ def peak_rss_kb(pid: int) -> int | None:
     return None
 
 
-def cpu_ns(pid: int) -> int | None:
-    """CPU time (ns) used so far by a live process's threads (``schedstat``)."""
-    total = 0
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    except OSError:
-        return None
-    return total or None
 
 
 def make_client(args: argparse.Namespace) -> Client:
