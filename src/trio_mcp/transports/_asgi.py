@@ -8,6 +8,8 @@ from typing import Any
 
 import trio
 
+from ..protocol import encode
+
 __all__ = [
     "Scope",
     "Receive",
@@ -18,6 +20,9 @@ __all__ = [
     "header_map",
     "as_tuple",
     "watch_disconnect",
+    "respond",
+    "read_body",
+    "error_body",
 ]
 
 Scope = dict[str, Any]
@@ -62,6 +67,49 @@ async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
         if message["type"] == "http.disconnect":
             scope.cancel()
             return
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+    *,
+    content_type: bytes = b"application/json",
+) -> None:
+    """A whole response: status, length, type (when there is a body), ``headers``."""
+    out = [(b"content-length", str(len(body)).encode())]
+    if body:
+        out.append((b"content-type", content_type))
+    out.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def read_body(
+    receive: Receive, headers: dict[str, str], limit: int, *, too_large_headers: Iterable[tuple[bytes, bytes]] = ()
+) -> bytes:
+    """The request body, at most ``limit`` bytes (413 beyond, with
+    ``too_large_headers``); raises :class:`Disconnected` if the client left."""
+    too_large = HttpError(413, f"Payload too large (limit {limit} bytes)", headers=too_large_headers)
+    length = headers.get("content-length")
+    if length is not None and length.strip().isdigit() and int(length) > limit:
+        raise too_large
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise too_large
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def error_body(code: int, message: str, ident: Any = None) -> bytes:
+    """A JSON-RPC error response body."""
+    return encode({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
 class AsgiApp:

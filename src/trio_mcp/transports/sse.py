@@ -87,7 +87,7 @@ from __future__ import annotations
 import logging
 import secrets
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache, partial
 from typing import Any, Final
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -98,7 +98,20 @@ import trio
 
 from .._util import collapse_groups
 from ..protocol import PARSE_ERROR, Frame, InvalidMessage, decode, encode, error_response
-from ._asgi import AsgiApp, Disconnected, HttpError, Receive, Scope, Send, as_tuple, header_map, watch_disconnect
+from ._asgi import (
+    AsgiApp,
+    Disconnected,
+    HttpError,
+    Receive,
+    Scope,
+    Send,
+    as_tuple,
+    error_body,
+    header_map,
+    read_body,
+    respond,
+    watch_disconnect,
+)
 from ._base import TransportClosed, TransportError
 from .http._security import LOCAL_HOSTS, HostPolicy
 from .http._sse import SseDecoder, SseError
@@ -373,7 +386,7 @@ class SseApp(AsgiApp):
                     raise HttpError(405, "Method not allowed", headers=[(b"allow", b"POST")])
                 await self._post(scope, receive, send, headers)
         except HttpError as exc:
-            await _respond(send, exc.status, _error_body(exc.code, exc.message), exc.headers)
+            await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
 
     # ------------------------------------------------------------------- GET
 
@@ -444,55 +457,26 @@ class SseApp(AsgiApp):
         if ctype is not None and ctype.partition(";")[0].strip().lower() != "application/json":
             raise HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
         try:
-            body = await self._read_body(receive, headers)
+            body = await read_body(
+                receive, headers, self.settings.max_body_size,
+                # the rest of an oversized body stays unread: the connection cannot be reused
+                too_large_headers=[(b"connection", b"close")],
+            )
         except Disconnected:
             return  # a partial body is dropped whole
         frame = decode(body)
         if type(frame) is InvalidMessage and frame.error.code == PARSE_ERROR:
-            await _respond(send, 400, encode(error_response(frame.id, frame.error)))
+            await respond(send, 400, encode(error_response(frame.id, frame.error)))
             return
         status = await session.enqueue(frame)
         if status:
             raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-        await _respond(send, 202, b"Accepted", content_type=b"text/plain; charset=utf-8")
-
-    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
-        limit = self.settings.max_body_size
-        length = headers.get("content-length")
-        # The rest of the body stays unread: the connection cannot be reused.
-        too_large = HttpError(413, f"Payload too large (limit {limit} bytes)", headers=[(b"connection", b"close")])
-        if length is not None and length.strip().isdigit() and int(length) > limit:
-            raise too_large
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Disconnected
-            body += message.get("body", b"")
-            if len(body) > limit:
-                raise too_large
-            if not message.get("more_body", False):
-                return bytes(body)
+        await respond(send, 202, b"Accepted", content_type=b"text/plain; charset=utf-8")
 
 
-def _error_body(code: int, message: str) -> bytes:
-    return encode({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
 
 
-async def _respond(
-    send: Send,
-    status: int,
-    body: bytes,
-    headers: Iterable[tuple[bytes, bytes]] = (),
-    *,
-    content_type: bytes = b"application/json",
-) -> None:
-    out = [(b"content-length", str(len(body)).encode())]
-    if body:
-        out.append((b"content-type", content_type))
-    out.extend(headers)
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+
 
 
 class SseServer:

@@ -126,7 +126,20 @@ from ...protocol import (
     encode,
     error_response,
 )
-from .._asgi import AsgiApp, Disconnected, HttpError, Receive, Scope, Send, as_tuple, header_map, watch_disconnect
+from .._asgi import (
+    AsgiApp,
+    Disconnected,
+    HttpError,
+    Receive,
+    Scope,
+    Send,
+    as_tuple,
+    error_body,
+    header_map,
+    read_body,
+    respond,
+    watch_disconnect,
+)
 from .._base import RELATED_REQUEST, TransportClosed
 from ._eventstore import EventStore, MemoryEventStore, StoredEvent
 from ._headers import (
@@ -780,8 +793,6 @@ def _accepts(types: set[str], media: str) -> bool:
     return media in types or f"{major}/*" in types or "*/*" in types
 
 
-def _error_body(code: int, message: str, ident: Any = None) -> bytes:
-    return encode({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
 class StreamableHttpApp(AsgiApp):
@@ -1026,7 +1037,7 @@ class StreamableHttpApp(AsgiApp):
             else:
                 raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
         except HttpError as exc:
-            await _respond(send, exc.status, _error_body(exc.code, exc.message), exc.headers)
+            await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
 
     # ---------------------------------------------------------------- checks
 
@@ -1045,21 +1056,6 @@ class StreamableHttpApp(AsgiApp):
             )
         return session
 
-    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
-        limit = self.settings.max_body_size
-        length = headers.get("content-length")
-        if length is not None and length.strip().isdigit() and int(length) > limit:
-            raise HttpError(413, f"Payload too large (limit {limit} bytes)")
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Disconnected
-            body += message.get("body", b"")
-            if len(body) > limit:
-                raise HttpError(413, f"Payload too large (limit {limit} bytes)")
-            if not message.get("more_body", False):
-                return bytes(body)
 
     # ------------------------------------------------------------------ POST
 
@@ -1073,19 +1069,19 @@ class StreamableHttpApp(AsgiApp):
         if not (json_ok or sse_ok):
             raise HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
         try:
-            body = await self._read_body(receive, headers)
+            body = await read_body(receive, headers, self.settings.max_body_size)
         except Disconnected:
             return
         frame = decode(body)
         if type(frame) is InvalidMessage:
-            await _respond(send, 400, encode(error_response(frame.id, frame.error)))
+            await respond(send, 400, encode(error_response(frame.id, frame.error)))
             return
         batch = type(frame) is list
         items: list[Any] = frame if batch else [frame]  # type: ignore[assignment, list-item]
         if batch:
             bad = [m for m in items if type(m) is InvalidMessage]
             if bad:
-                await _respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
+                await respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
                 return
         requests = [m for m in items if type(m) is Request]
         # An initialize that says it is of the stateless era is a removed method there (404).
@@ -1100,7 +1096,7 @@ class StreamableHttpApp(AsgiApp):
             session = await self._start_session(secrets.token_urlsafe(24))
         elif SESSION_HEADER not in headers and self._stateless_request(headers, requests):
             if not requests:
-                await _respond(send, 202, b"")
+                await respond(send, 202, b"")
                 return
             if batch:
                 raise HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
@@ -1112,7 +1108,7 @@ class StreamableHttpApp(AsgiApp):
             rejection = _envelope_problem(request) or _header_problem(headers, request) or _removed_method(request)
             if rejection is not None:
                 status, error = rejection
-                await _respond(send, status, encode(error_response(request.id, error)))
+                await respond(send, status, encode(error_response(request.id, error)))
                 return
             session = await self._start_session(None)
             session.store = None  # nothing to resume without a session
@@ -1122,7 +1118,7 @@ class StreamableHttpApp(AsgiApp):
                 problem = await self._param_problem(session, scope, headers, request)
                 if problem is not None:
                     self._end_session(session, "Mcp-Param-* headers rejected")
-                    await _respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
+                    await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
                     return
         else:
             session = self._session_for(headers)
@@ -1247,7 +1243,7 @@ class StreamableHttpApp(AsgiApp):
             status = await session.enqueue(frame)
             if status:
                 raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-            await _respond(send, 202, b"", self._session_headers(session))
+            await respond(send, 202, b"", self._session_headers(session))
             return
         ids = [r.id for r in requests]
         if len(set(ids)) != len(ids) or any(i in session.awaiting for i in ids):
@@ -1337,7 +1333,7 @@ class StreamableHttpApp(AsgiApp):
     async def _delete(self, send: Send, headers: dict[str, str]) -> None:
         session = self._session_for(headers)
         self._end_session(session, "deleted by the client")
-        await _respond(send, 200, b"")
+        await respond(send, 200, b"")
 
     # ------------------------------------------------------------------ pump
 
@@ -1378,7 +1374,7 @@ class StreamableHttpApp(AsgiApp):
                 if status is None:
                     await send({"type": "http.response.body", "body": data, "more_body": False})
                 else:
-                    await _respond(send, status, data, self._session_headers(session))
+                    await respond(send, status, data, self._session_headers(session))
 
         async def start_sse() -> None:
             nonlocal started
@@ -1435,7 +1431,7 @@ class StreamableHttpApp(AsgiApp):
                         await last_write(None, b"")
                         finished = True
                     elif not finished:
-                        await last_write(404, _error_body(-32000, "Session ended before the request was answered"))
+                        await last_write(404, error_body(-32000, "Session ended before the request was answered"))
                         finished = True
                 except trio.TooSlowError:
                     pass  # the client does not read: drop the connection, it can resume
@@ -1457,13 +1453,6 @@ class StreamableHttpApp(AsgiApp):
                     self._forget_later(session, target)
 
 
-async def _respond(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    out = [(b"content-length", str(len(body)).encode())]
-    if body:
-        out.append((b"content-type", b"application/json"))
-    out.extend(headers)
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def close_sse_stream(context: Any) -> bool:
