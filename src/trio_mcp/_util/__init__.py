@@ -1,5 +1,5 @@
 """Small internal helpers shared across layers."""
 
-from ._groups import collapse_groups, single
+from ._groups import collapse_groups, describe, single
 
-__all__ = ["collapse_groups", "single"]
+__all__ = ["collapse_groups", "describe", "single"]

@@ -27,3 +27,10 @@ def collapse_groups() -> Iterator[None]:
         if inner is group:
             raise
         raise inner from None
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line ``Type: message`` for an exception (one-member groups collapsed)."""
+    exc = single(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -34,6 +34,7 @@ import outcome
 import trio
 from msgspec import UNSET, Struct
 
+from .._util import describe
 from ..protocol import (
     ConnectionClosed,
     ErrorResponse,
@@ -614,7 +615,7 @@ class Peer:
             reply = error_response(ident, exc)
         except Exception as exc:
             log.exception("%s: handler for %s failed", self.name, req.method)
-            reply = error_response(ident, InternalError(_describe(exc)))
+            reply = error_response(ident, InternalError(describe(exc)))
         except BaseExceptionGroup as group:
             # Errors raised together with Cancelled (a handler's nursery whose
             # cleanup failed while it was being cancelled). Let only the
@@ -641,7 +642,7 @@ class Peer:
             # something the codec cannot write): answer -32603 rather than
             # let one handler's result take the whole session down.
             log.exception("%s: could not send the answer to %s", self.name, req.method)
-            fallback = InternalError(f"could not encode the answer to {req.method}: {_describe(exc)}")
+            fallback = InternalError(f"could not encode the answer to {req.method}: {describe(exc)}")
             try:
                 await self.stream.send(error_response(ident, fallback))
             except TransportError:
@@ -796,10 +797,3 @@ def _with_progress_token(params: Any, token: int | str) -> Any:
     data = coerce(params, dict[str, Any])
     return _with_progress_token(data, token)
 
-
-def _describe(exc: BaseException) -> str:
-    """A useful one-line message; single-exception groups are collapsed."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

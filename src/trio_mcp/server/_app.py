@@ -27,6 +27,7 @@ import attrs
 import msgspec
 from msgspec import UNSET
 
+from .._util import describe
 from ..actors._server import Context
 from ..protocol import (
     CallToolRequestParams,
@@ -215,7 +216,7 @@ class MCPServer(LowLevelServer):
         except ToolArgumentError as exc:
             return _tool_error(f"Invalid arguments for tool {params.name!r}: {exc}")
         except Exception as exc:  # a tool failure is a result, never a dead session
-            return _tool_error(f"Tool {params.name!r} failed: {_describe(exc)}")
+            return _tool_error(f"Tool {params.name!r} failed: {describe(exc)}")
         if entry.output is not None and not isinstance(value, CallToolResult):
             problem = _output_mismatch(value, entry.spec.return_annotation)
             if problem is not None:
@@ -225,7 +226,7 @@ class MCPServer(LowLevelServer):
         try:
             return to_tool_result(value, entry.output)
         except Exception as exc:
-            return _tool_error(f"Tool {params.name!r} returned a value that cannot be sent: {_describe(exc)}")
+            return _tool_error(f"Tool {params.name!r} returned a value that cannot be sent: {describe(exc)}")
 
     # ------------------------------------------------------------ resources
 
@@ -473,9 +474,3 @@ def _output_mismatch(value: Any, annotation: Any) -> str | None:
 def _tool_error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=message)], is_error=True)
 
-
-def _describe(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -41,6 +41,7 @@ import msgspec
 import trio
 from msgspec import Struct
 
+from ..._util import describe
 from ...protocol import (
     ErrorResponse,
     Frame,
@@ -285,7 +286,7 @@ class HttpClientStream:
         except _TooLarge:
             body = b"(too large)"
         except httpx.HTTPError as exc:
-            failure = TransportError(f"POST failed: {_describe(exc)}")
+            failure = TransportError(f"POST failed: {describe(exc)}")
             self._fail(failure)
             raise failure from None
         if status == 404 and self.session_id is not None:
@@ -308,7 +309,7 @@ class HttpClientStream:
             except _SessionExpired:
                 self._fail(TransportError("session expired"))
             except httpx.HTTPError as exc:
-                self._fail(TransportError(f"POST failed: {_describe(exc)}"))
+                self._fail(TransportError(f"POST failed: {describe(exc)}"))
             except (_TooLarge, SseError) as exc:
                 await self._answer_errors(expect, f"bad response from the server: {exc}")
             finally:
@@ -407,7 +408,7 @@ class HttpClientStream:
                                 pass
                         return got
         except (httpx.TransportError, httpx.StreamError) as exc:
-            log.debug("SSE stream broke: %s", _describe(exc))
+            log.debug("SSE stream broke: %s", describe(exc))
             return got
         finally:
             await chunks.aclose()
@@ -432,7 +433,7 @@ class HttpClientStream:
             try:
                 ok = await self._get_once(decoder, expect)
             except httpx.HTTPError as exc:
-                log.debug("resuming failed: %s", _describe(exc))
+                log.debug("resuming failed: %s", describe(exc))
                 continue
             if ok is None:
                 await self._answer_errors(expect, "the server cannot resume the stream")
@@ -474,11 +475,11 @@ class HttpClientStream:
                 try:
                     ok = await self._get_once(decoder, None)
                 except httpx.HTTPError as exc:
-                    log.debug("GET stream failed: %s", _describe(exc))
+                    log.debug("GET stream failed: %s", describe(exc))
                     ok = False
                     attempts += 1
                     if attempts > self.settings.max_reconnects:
-                        self._fail(TransportError(f"GET stream: {_describe(exc)}"))
+                        self._fail(TransportError(f"GET stream: {describe(exc)}"))
                         return
                 else:
                     if ok is None:
@@ -532,7 +533,7 @@ class HttpClientStream:
         try:
             await self._client.delete(self.url, headers=self._headers())
         except httpx.HTTPError as exc:
-            log.debug("DELETE failed: %s", _describe(exc))
+            log.debug("DELETE failed: %s", describe(exc))
 
     @property
     def closed(self) -> bool:
@@ -560,10 +561,6 @@ def _discard(expect: set[int | str], item: Any) -> None:
     elif kind is InvalidMessage and item.id is not None:
         pass
 
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _describe_message(message: Any) -> str:
