@@ -234,16 +234,14 @@ def _duplicated_params(scope: Scope) -> frozenset[str]:
 
 
 def _removed_method(request: Request) -> tuple[int, McpError] | None:
-    if request.method in _NEVER_STATELESS or (
-        lookup(request.method) is not None and not method_available(request.method, MODERN_VERSIONS[-1], sender="client")
+    # Known methods that this era removed (initialize, ping, logging/setLevel,
+    # resources/subscribe, ...): the registry knows; unknown ones reach the
+    # session, whose -32601 is sent with 404 too (ERROR_STATUS).
+    if lookup(request.method) is not None and not method_available(
+        request.method, MODERN_VERSIONS[-1], sender="client"
     ):
         return 404, MethodNotFound(f"Method not found: {request.method} (not part of protocol {MODERN_VERSIONS[-1]})")
     return None
-
-
-#: Handshake-era methods that a stateless request never reaches the session with.
-_NEVER_STATELESS: Final = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
-                                      "resources/unsubscribe"})
 
 
 @attrs.frozen(kw_only=True)
