@@ -37,7 +37,9 @@ from ..protocol import (
     ListRootsRequest,
     ResourceNotFound,
     SubscriptionFilter,
+    METHODS,
     SubscriptionsListenRequestParams,
+    has_capability,
     UnsupportedProtocolVersion,
     method_available,
     V2025_06_18,
@@ -85,28 +87,18 @@ log = logging.getLogger("trio_mcp.server")
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
 
-#: Which server capability gates each client request (dotted: a sub-flag).
+#: Which server capability gates each client request (dotted wire names; from the registry).
 METHOD_CAPABILITY: Final[Mapping[str, str]] = {
-    "tools/list": "tools",
-    "tools/call": "tools",
-    "resources/list": "resources",
-    "resources/templates/list": "resources",
-    "resources/read": "resources",
-    "resources/subscribe": "resources.subscribe",
-    "resources/unsubscribe": "resources.subscribe",
-    "prompts/list": "prompts",
-    "prompts/get": "prompts",
-    "logging/setLevel": "logging",
-    "completion/complete": "completions",
+    name: ".".join(spec.capability[1:])
+    for name, spec in METHODS.items()
+    if spec.kind == "request" and spec.capability and spec.capability[0] == "server"
 }
 
-#: Which server capability each server notification needs.
+#: Which server capability each server notification needs (from the registry).
 _NOTIFICATION_CAPABILITY: Final[Mapping[str, str]] = {
-    "notifications/tools/list_changed": "tools.list_changed",
-    "notifications/prompts/list_changed": "prompts.list_changed",
-    "notifications/resources/list_changed": "resources.list_changed",
-    "notifications/resources/updated": "resources.subscribe",
-    "notifications/message": "logging",
+    name: ".".join(spec.capability[1:])
+    for name, spec in METHODS.items()
+    if spec.kind == "notification" and spec.capability and spec.capability[0] == "server"
 }
 
 #: Requests served before ``notifications/initialized`` arrives.
@@ -139,13 +131,8 @@ class ServerApp(Protocol):
 
 
 def _declared(caps: ServerCapabilities, path: str) -> bool:
-    name, _, flag = path.partition(".")
-    value = getattr(caps, name, UNSET)
-    if value is UNSET or value is None:
-        return False
-    if flag:
-        return getattr(value, flag, UNSET) is True
-    return True
+    """Whether ``caps`` declares the dotted wire-name ``path`` (e.g. ``resources.subscribe``)."""
+    return has_capability(caps, path.split("."))
 
 
 class ServerSession:
