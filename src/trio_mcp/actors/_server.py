@@ -40,6 +40,7 @@ from ..protocol import (
     METHODS,
     SubscriptionsListenRequestParams,
     has_capability,
+    is_modern,
     UnsupportedProtocolVersion,
     method_available,
     V2025_06_18,
@@ -676,7 +677,7 @@ def _group_leaves(group: BaseException) -> list[BaseException]:
 
 
 #: Requests that exist only in the stateless era.
-_MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
+_MODERN_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.kind == "request" and is_modern(spec.since))
 
 
 def _uri(params: Any) -> Any:
