@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/bench_http.py                   # 3 s per row
     .venv/bin/python benchmarks/bench_http.py --seconds 10
-    .venv/bin/python benchmarks/bench_http.py --ours-only       # no SDK needed
+    .venv/bin/python benchmarks/bench_http.py --ours-only       # no SDK needed (ours + floor)
     .venv/bin/python benchmarks/bench_http.py --no-sse          # JSON-response rows only
+    .venv/bin/python benchmarks/bench_http.py --no-floor        # no hypercorn+httpx floor rows
     .venv/bin/python benchmarks/bench_http.py --profile-server /tmp/prof   # cProfile our server
 
 Both servers (``benchmarks/servers/``) serve one tool, ``async def echo(text:
@@ -29,6 +30,15 @@ these client->server pairings:
   ``json_response=True``): trio-mcp->trio-mcp, mcp-sdk->mcp-sdk, and the
   cross pairings mcp-sdk->trio-mcp and trio-mcp->mcp-sdk, which separate
   server speed from client speed;
+* ``floor``: httpx->hypercorn, the mandated HTTP stack doing no MCP work:
+  ``servers/floor_http_server.py`` (project venv; hypercorn's trio worker
+  configured as ``HttpServer`` configures it) serves a do-nothing ASGI app
+  that reads the body and answers a fixed ``tools/call`` result, and a plain
+  ``httpx.AsyncClient`` (our transport's timeouts, httpx's default pool) in
+  this process POSTs a fixed ``tools/call`` body with the MCP headers and
+  reads the answer (skip with ``--no-floor``). Its calls/s over the SDK's
+  (``ceiling_ratios``) is what an MCP layer costing nothing would reach on
+  hypercorn+httpx;
 * ``sse`` (``json_response=False`` on both: every answer is an SSE stream):
   trio-mcp->trio-mcp and mcp-sdk->mcp-sdk (skip with ``--no-sse``).
 
@@ -37,8 +47,9 @@ server process over the measured window (``/proc/<pid>/task/*/schedstat``,
 Linux): with the two on separate cores, ``c64`` throughput is bounded by the
 busier one. Output: a table, the trio-mcp/SDK ratios (``ratios``: own pairing
 over own pairing; ``server_ratios`` / ``client_ratios`` from the cross
-pairings), the 1-minute load average before and after, then one JSON line per
-row and a JSON summary line (``"summary": true``).
+pairings; ``ceiling_ratios``: floor over SDK), the 1-minute load average
+before and after, then one JSON line per row and a JSON summary line
+(``"summary": true``).
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +75,25 @@ from _report import PAYLOAD, cpu_ns, default_warmup, json_line, label, make_row,
 BENCH = "http"
 OURS = "trio-mcp"
 SDK = "mcp-sdk"
+#: The floor: a plain httpx client and hypercorn serving a do-nothing app.
+HTTPX = "httpx"
+HYPERCORN = "hypercorn"
 JSON = "json"
 SSE = "sse"
+FLOOR = "floor"
 SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
-SERVER_SCRIPTS = {OURS: HERE / "servers" / "trio_http_server.py", SDK: HERE / "servers" / "sdk_http_server.py"}
+SERVER_SCRIPTS = {
+    OURS: HERE / "servers" / "trio_http_server.py",
+    SDK: HERE / "servers" / "sdk_http_server.py",
+    HYPERCORN: HERE / "servers" / "floor_http_server.py",
+}
 #: (client, server, mode), in the order they run.
 PAIRINGS = [
     (OURS, OURS, JSON),
     (SDK, SDK, JSON),
     (SDK, OURS, JSON),
     (OURS, SDK, JSON),
+    (HTTPX, HYPERCORN, FLOOR),
     (OURS, OURS, SSE),
     (SDK, SDK, SSE),
 ]
@@ -80,6 +101,8 @@ PAIRINGS = [
 #: responses), printed for context only (never asserted).
 TARGETS = {"seq": 3.0, "c64": 5.0}
 SERVER_START_TIMEOUT = 30.0
+#: Sent by the floor client as ``Mcp-Session-Id`` (as long as our server's).
+FLOOR_SESSION_ID = "benchmark-floor-session-00000000"
 
 
 def progress(message: str) -> None:
@@ -116,13 +139,13 @@ class ServerProcess:
 
     def __init__(self, impl: str, mode: str, args: argparse.Namespace, profile: Path | None = None) -> None:
         self.impl = impl
-        python = sys.executable if impl == OURS else str(args.sdk_python)
+        python = str(args.sdk_python) if impl == SDK else sys.executable
         cmd = [python, str(SERVER_SCRIPTS[impl])]
         if mode == SSE:
             cmd.append("--sse")
         if profile is not None:
             cmd += ["--profile", str(profile)]
-        env = None if impl == OURS else sdk_env()
+        env = sdk_env() if impl == SDK else None
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             self.url = self._read_url(SERVER_START_TIMEOUT)
@@ -160,7 +183,7 @@ class ServerProcess:
         if proc.poll() is None:
             try:
                 assert proc.stdin is not None
-                proc.stdin.close()  # both servers stop at EOF on stdin
+                proc.stdin.close()  # every server stops at EOF on stdin
             except OSError:
                 pass
             try:
@@ -181,7 +204,37 @@ class ServerProcess:
         return proc.returncode
 
 
-# ------------------------------------------------------------ trio-mcp client
+# ------------------------------------------- clients in this process (trio)
+
+
+async def measure_rows(call: Callable[[], Awaitable[Any]], client: str, server: ServerProcess, mode: str,
+                       args: argparse.Namespace, **extra: Any) -> list[dict[str, Any]]:
+    """The ``seq`` and concurrent rows of ``call()`` from this process, with
+    the CPU time per call of this process and of the server's."""
+    import trio
+
+    async def sample_cpu(out: dict[str, int | None]) -> None:
+        await trio.sleep(args.warmup)
+        client0, server0 = time.process_time_ns(), cpu_ns(server.pid)
+        await trio.sleep(args.seconds)
+        client1, server1 = time.process_time_ns(), cpu_ns(server.pid)
+        out["client"] = client1 - client0
+        out["server"] = None if server0 is None or server1 is None else server1 - server0
+
+    rows: list[dict[str, Any]] = []
+    for concurrency in (1, args.concurrency):
+        cpu: dict[str, int | None] = {}
+        async with trio.open_nursery() as sampler:
+            sampler.start_soon(sample_cpu, cpu)
+            latencies = await measure(call, concurrency=concurrency, warmup=args.warmup,
+                                      seconds=args.seconds, open_group=trio.open_nursery)
+        rows.append(make_row(
+            pair_name(client, server.impl), mode, concurrency, latencies, args.seconds,
+            bench=BENCH, kind="calls", client=client, server=server.impl, **extra,
+            client_cpu_us=per_call_us(cpu.get("client"), len(latencies)),
+            server_cpu_us=per_call_us(cpu.get("server"), len(latencies)),
+        ))
+    return rows
 
 
 def run_our_client(server: ServerProcess, mode: str, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -191,14 +244,6 @@ def run_our_client(server: ServerProcess, mode: str, args: argparse.Namespace) -
     from trio_mcp.transports.http import StreamableHttpTransport
 
     rows: list[dict[str, Any]] = []
-
-    async def sample_cpu(out: dict[str, int | None]) -> None:
-        await trio.sleep(args.warmup)
-        client0, server0 = time.process_time_ns(), cpu_ns(server.pid)
-        await trio.sleep(args.seconds)
-        client1, server1 = time.process_time_ns(), cpu_ns(server.pid)
-        out["client"] = client1 - client0
-        out["server"] = None if server0 is None or server1 is None else server1 - server0
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -211,20 +256,50 @@ def run_our_client(server: ServerProcess, mode: str, args: argparse.Namespace) -
                 check = await session.call_tool("echo", {"text": PAYLOAD})
                 if check.is_error or check.content[0].text != PAYLOAD:
                     raise RuntimeError(f"unexpected echo result: {check!r}")
-                for concurrency in (1, args.concurrency):
-                    cpu: dict[str, int | None] = {}
-                    async with trio.open_nursery() as sampler:
-                        sampler.start_soon(sample_cpu, cpu)
-                        latencies = await measure(call, concurrency=concurrency, warmup=args.warmup,
-                                                  seconds=args.seconds, open_group=trio.open_nursery)
-                    rows.append(make_row(
-                        pair_name(OURS, server.impl), mode, concurrency, latencies, args.seconds,
-                        bench=BENCH, kind="calls", client=OURS, server=server.impl,
-                        protocol=session.protocol_version,
-                        client_cpu_us=per_call_us(cpu.get("client"), len(latencies)),
-                        server_cpu_us=per_call_us(cpu.get("server"), len(latencies)),
-                    ))
+                rows.extend(await measure_rows(call, OURS, server, mode, args,
+                                               protocol=session.protocol_version))
             nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    return rows
+
+
+def run_floor_client(server: ServerProcess, mode: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """A plain ``httpx.AsyncClient`` (our transport's timeouts, httpx's
+    default pool) POSTing one fixed ``tools/call`` body, with the headers
+    our client sends within a session, and reading each answer whole: the
+    HTTP work of a call and nothing else."""
+    import httpx
+    import trio
+
+    from trio_mcp.protocol import LATEST_HANDSHAKE_VERSION
+    from trio_mcp.transports.http import HttpClientSettings
+
+    settings = HttpClientSettings()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "echo", "arguments": {"text": PAYLOAD}}},
+                      separators=(",", ":")).encode()
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-session-id": FLOOR_SESSION_ID,
+        "mcp-protocol-version": LATEST_HANDSHAKE_VERSION,
+    }
+    rows: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        timeout = httpx.Timeout(settings.post_timeout, connect=settings.connect_timeout)
+        async with httpx.AsyncClient(timeout=timeout) as client:
+
+            async def call() -> None:
+                response = await client.post(server.url, content=body, headers=headers)
+                if response.status_code != 200:
+                    raise RuntimeError(f"the floor server answered HTTP {response.status_code}")
+
+            check = await client.post(server.url, content=body, headers=headers)
+            if check.status_code != 200 or "result" not in check.json():
+                raise RuntimeError(f"unexpected answer from the floor server: {check.status_code} {check.text!r}")
+            rows.extend(await measure_rows(call, HTTPX, server, mode, args))
 
     trio.run(main)
     return rows
@@ -284,7 +359,8 @@ def run_pairing(client: str, server_impl: str, mode: str, args: argparse.Namespa
     server = ServerProcess(server_impl, mode, args, profile)
     try:
         progress(f"{pair_name(client, server_impl)} {mode}: {server.url}, seq and {label(args.concurrency)}")
-        rows = run_our_client(server, mode, args) if client == OURS else run_sdk_client(server, mode, args)
+        run_client = {OURS: run_our_client, SDK: run_sdk_client, HTTPX: run_floor_client}[client]
+        rows = run_client(server, mode, args)
     finally:
         status = server.stop()
     if status not in (0, None, -signal.SIGTERM):
@@ -292,7 +368,7 @@ def run_pairing(client: str, server_impl: str, mode: str, args: argparse.Namespa
     if profile is not None:
         progress(f"server profile written to {profile}")
     for row in rows:
-        if row.get("protocol") in (None, "2026-07-28"):
+        if mode != FLOOR and row.get("protocol") in (None, "2026-07-28"):
             raise RuntimeError(f"{row['impl']} {mode}: unexpected protocol {row.get('protocol')!r}")
     return rows
 
@@ -340,6 +416,9 @@ def summarize(rows: list[dict[str, Any]], args: argparse.Namespace, loads: tuple
     summary["client_ratios"] = {
         f"{SDK} server {k}": v for k, v in call_ratios(rows, (OURS, SDK, JSON), sdk, cs).items()
     } | {f"{OURS} server {k}": v for k, v in call_ratios(rows, own, (SDK, OURS, JSON), cs).items()}
+    # the floor over the SDK: what an MCP layer costing nothing would reach
+    if ceiling := call_ratios(rows, (HTTPX, HYPERCORN, FLOOR), sdk, cs):
+        summary["ceiling_ratios"] = ceiling
     # CPU time per call, SDK over trio-mcp (> 1: trio-mcp spends less), own
     # pairings: less sensitive than calls/s to other work on the machine
     cpu: dict[str, float] = {}
@@ -384,7 +463,8 @@ def calls_table(rows: list[dict[str, Any]]) -> str:
 def print_report(rows: list[dict[str, Any]], summary: dict[str, Any], args: argparse.Namespace) -> None:
     print()
     print(f"Streamable HTTP tools/call, echo tool, {args.seconds:g} s per row after {args.warmup:g} s warm-up "
-          f"(client->server; json = JSON responses, sse = SSE responses)")
+          f"(client->server; json = JSON responses, sse = SSE responses, "
+          "floor = hypercorn+httpx doing no MCP work)")
     print(calls_table(rows))
     print(f"1-minute load average: {summary['load_before']} before, {summary['load_after']} after "
           "(other work on the machine skews every figure)")
@@ -401,6 +481,9 @@ def print_report(rows: list[dict[str, Any]], summary: dict[str, Any], args: argp
         p50 = summary["p50_ratios"].get(key)
         goal = f"   (target ≥ {target:g}×)" if target is not None else ""
         print(f"  {key + ':':5} {value:5.2f}×  (p50 latency {p50:.2f}×){goal}")
+    if ceiling := summary.get("ceiling_ratios"):
+        print("  ceiling, httpx->hypercorn floor / SDK: " + ", ".join(f"{k} {v:.2f}×" for k, v in ceiling.items()))
+        print("    (the most an MCP layer costing nothing could reach over the SDK on hypercorn+httpx)")
     for name, title in (("sse_ratios", "SSE responses"), ("server_ratios", "server only (client held)"),
                         ("client_ratios", "client only (server held)"),
                         ("cpu_ratios", "CPU per call, SDK / trio-mcp (> 1: trio-mcp spends less)")):
@@ -415,8 +498,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=None,
                         help="warm-up before each row (default: min(0.5, seconds/2))")
     parser.add_argument("--concurrency", type=int, default=64, help="callers in flight in the concurrent rows")
-    parser.add_argument("--ours-only", action="store_true", help="only trio-mcp->trio-mcp (no SDK needed)")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="only trio-mcp->trio-mcp and the floor (no SDK needed)")
     parser.add_argument("--no-sse", action="store_true", help="skip the SSE-response rows")
+    parser.add_argument("--no-floor", action="store_true", help="skip the httpx->hypercorn floor rows")
     parser.add_argument("--sdk-python", type=Path, default=SDK_PYTHON,
                         help="python of the venv holding the official SDK (default .cache/sdk-venv)")
     parser.add_argument("--profile-server", type=Path, default=None, metavar="DIR",
@@ -429,6 +514,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def selected_pairings(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    pairings = [p for p in PAIRINGS if not (args.no_sse and p[2] == SSE) and not (args.no_floor and p[2] == FLOOR)]
+    if args.ours_only:
+        pairings = [p for p in pairings if p[0] == p[1] == OURS or p[2] == FLOOR]
+    return pairings
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.ours_only and not Path(args.sdk_python).exists():
@@ -439,10 +531,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    pairings = [p for p in PAIRINGS if not (args.no_sse and p[2] == SSE)]
-    if args.ours_only:
-        pairings = [p for p in pairings if p[0] == OURS and p[1] == OURS]
-
+    pairings = selected_pairings(args)
     load_before = load_average()
     rows: list[dict[str, Any]] = []
     failure = None

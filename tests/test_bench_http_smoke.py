@@ -1,10 +1,11 @@
 """Smoke test of benchmarks/bench_http.py: it runs end to end against real
-Streamable HTTP server processes (ours and the official SDK's) and prints
-every expected JSON line with positive numbers. No timing thresholds: the
-numbers themselves are not asserted on."""
+Streamable HTTP server processes (ours, the official SDK's and the
+hypercorn floor's) and prints every expected JSON line with positive
+numbers. No timing thresholds: the numbers themselves are not asserted on."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -26,10 +27,11 @@ pytestmark = [
 ]
 
 OURS, SDK = "trio-mcp", "mcp-sdk"
+FLOOR = ("httpx", "hypercorn", "floor")
 EXPECTED = {
     (c, s, mode, n)
     for c, s, mode in [(OURS, OURS, "json"), (SDK, SDK, "json"), (SDK, OURS, "json"), (OURS, SDK, "json"),
-                       (OURS, OURS, "sse"), (SDK, SDK, "sse")]
+                       FLOOR, (OURS, OURS, "sse"), (SDK, SDK, "sse")]
     for n in (1, 64)
 }
 TIMEOUT = 240
@@ -73,7 +75,8 @@ def test_bench_http_runs_and_reports_every_row() -> None:
         for key in ("calls_per_s", "mean_us", "p50_us", "p99_us", "calls", "client_cpu_us", "server_cpu_us"):
             assert isinstance(row[key], (int, float)) and row[key] > 0, (key, row)
         assert row["p50_us"] <= row["p99_us"], row
-        assert row["protocol"] not in (None, "2026-07-28"), row
+        if row["mode"] != "floor":  # the floor speaks HTTP only
+            assert row["protocol"] not in (None, "2026-07-28"), row
 
     assert len(summaries) == 1, summaries
     summary = summaries[0]
@@ -84,6 +87,7 @@ def test_bench_http_runs_and_reports_every_row() -> None:
         ("server_ratios", {f"{c} client {n}" for c in (OURS, SDK) for n in ("seq", "c64")}),
         ("client_ratios", {f"{s} server {n}" for s in (OURS, SDK) for n in ("seq", "c64")}),
         ("cpu_ratios", {f"{side} {n}" for side in ("client", "server") for n in ("seq", "c64")}),
+        ("ceiling_ratios", {"seq", "c64"}),
     ):
         assert set(summary[name]) == keys, (name, summary)
         assert all(isinstance(v, (int, float)) and v > 0 for v in summary[name].values()), (name, summary)
@@ -93,6 +97,22 @@ def test_bench_http_runs_and_reports_every_row() -> None:
     # every process the benchmark started (servers, SDK clients) has ended:
     # they all live in the benchmark's process group
     assert not _group_alive(pgid), "processes started by the benchmark are still running"
+
+
+def test_bench_http_floor_rows_run_by_default_and_can_be_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the module puts benchmarks/ on it
+    spec = importlib.util.spec_from_file_location("bench_http", ROOT / "benchmarks" / "bench_http.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def modes(*argv: str) -> list[str]:
+        return [mode for _, _, mode in bench.selected_pairings(bench.parse_args(list(argv)))]
+
+    assert modes().count("floor") == 1
+    assert modes("--ours-only").count("floor") == 1
+    assert "floor" not in modes("--no-floor")
+    assert "floor" not in modes("--ours-only", "--no-floor")
 
 
 def _group_alive(pgid: int) -> bool:
