@@ -31,6 +31,8 @@ EXPECTED = {
     ("trio-mcp", "zero-copy 2026", 64),
     ("trio-mcp", "bytes 2026", 1),
     ("trio-mcp", "bytes 2026", 64),
+    ("trio-mcp", "inline 2026", 1),
+    ("trio-mcp", "inline 2026", 64),
     ("mcp-sdk", "legacy", 1),
     ("mcp-sdk", "legacy", 64),
 }

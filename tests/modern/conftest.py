@@ -78,7 +78,7 @@ except ImportError:  # pragma: no cover
     from tests.schema_check import validate_definition, validate_message
 
 MODERN = V2026_07_28
-MODES = ("zero-copy", "bytes")
+MODES = ("zero-copy", "bytes", "inline")
 #: Seconds; a hang guard that a passing test never reaches.
 TIMEOUT = 10
 
@@ -404,6 +404,33 @@ class RecordingStream:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+    # An "inline" pair serves stateless requests in the caller's task: the
+    # request, the handler's notifications and the answer never cross the
+    # pair, so they are recorded here, as they happen.
+
+    def set_inline(self, server: Any) -> None:
+        self.inner.set_inline(server)
+
+    @property
+    def inline(self) -> Any:
+        serve = self.inner.inline
+        if serve is None:
+            return None
+        wire = self.wire
+
+        async def recorded(request: Any, sink: Any) -> Any:
+            wire.record("client", request)
+
+            async def recording_sink(note: Any) -> None:
+                wire.record("server", note, request.id)
+                await sink(note)
+
+            reply = await serve(request, recording_sink)
+            wire.record("server", reply, request.id)
+            return reply
+
+        return recorded
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

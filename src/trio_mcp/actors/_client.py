@@ -230,6 +230,8 @@ class ClientSession:
         self.on_notification = on_notification
         self.server_info: Implementation | None = None
         self.server_capabilities = ServerCapabilities()
+        #: supports() answers for one capabilities object (replaced, never mutated).
+        self._supports: tuple[ServerCapabilities, dict[str, bool]] = (self.server_capabilities, {})
         self.protocol_version: str | None = None
         self.instructions: str | None = None
 
@@ -329,7 +331,7 @@ class ClientSession:
             # simply the first request (an OAuth login may run inside it), and
             # its deadline is the caller's cancel scope.
             with trio.fail_after(self.discover_timeout if not strict else math.inf):
-                raw = await self.peer.request("server/discover", params)
+                raw = await self.peer.request("server/discover", params, stateless=True)
             result = coerce(raw, DiscoverResult)
         except UnsupportedProtocolVersion as exc:
             choice = self._common_version(exc) if retry else None
@@ -447,8 +449,16 @@ class ClientSession:
     # ----------------------------------------------------- server features
 
     def supports(self, method: str) -> bool:
-        gate = METHOD_CAPABILITY.get(method)
-        return gate is None or _declared(self.server_capabilities, gate)
+        """Whether the server's declared capabilities allow ``method``."""
+        caps = self.server_capabilities
+        cache = self._supports
+        if cache[0] is not caps:  # new capabilities (discover, initialize, refresh)
+            cache = self._supports = (caps, {})
+        known = cache[1].get(method)
+        if known is None:
+            gate = METHOD_CAPABILITY.get(method)
+            known = cache[1][method] = gate is None or _declared(caps, gate)
+        return known
 
     async def _call(self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None = None) -> Any:
         if not self.supports(method):
@@ -480,7 +490,7 @@ class ClientSession:
         while rounds < MAX_INPUT_ROUNDS:
             sent = self.protocol_version
             try:
-                raw = await self.peer.request(method, data, on_progress=on_progress)
+                raw = await self.peer.request(method, data, on_progress=on_progress, stateless=True)
             except UnsupportedProtocolVersion as exc:
                 if renegotiated:
                     raise
@@ -533,7 +543,7 @@ class ClientSession:
     async def ping(self) -> None:
         """Liveness check: ``ping`` (handshake era) or ``server/discover`` (stateless era)."""
         if self.era == "modern":
-            await self.peer.request("server/discover", {"_meta": self._modern_meta()})
+            await self.peer.request("server/discover", {"_meta": self._modern_meta()}, stateless=True)
         else:
             await self.peer.request("ping")
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, Final, Protocol
 
 import attrs
@@ -50,7 +51,7 @@ from ..protocol import (
     coerce,
     error_response,
 )
-from ..transports import MessageStream, TransportError
+from ..transports import MessageStream, TransportClosed, TransportError
 from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
 
@@ -65,6 +66,16 @@ __all__ = [
 ]
 
 log = logging.getLogger("trio_mcp.peer")
+
+#: Where the notifications of a request served inline go (see :meth:`Peer.request`).
+NotificationSink = Callable[[Notification], Awaitable[None]]
+#: What serves a request inline: ``await serve(request, sink)`` -> its answer.
+InlineServer = Callable[[Request, NotificationSink], Awaitable[Any]]
+
+#: While a peer serves a request inline (in the caller's task): that serving
+#: peer, and the sink its notifications go to instead of its transport (the
+#: calling peer, in order, before the answer).
+_INLINE_SINK: ContextVar[tuple[Peer, NotificationSink] | None] = ContextVar("trio_mcp_inline_sink", default=None)
 
 #: Frames one wake-up of the read loop (or requests one worker) may take
 #: without a schedule point, so a burst cannot starve other tasks.
@@ -357,6 +368,8 @@ class Peer:
                 # their class (never through wrappers that watch receive()).
                 if getattr(type(self.stream), "set_direct", None) is not None:
                     self.stream.set_direct(self._direct)  # type: ignore[attr-defined]
+                if getattr(type(self.stream), "set_inline", None) is not None:
+                    self.stream.set_inline(self._serve_inline)  # type: ignore[attr-defined]
                 task_status.started(self)
                 try:
                     reason = await self._read_loop()
@@ -426,6 +439,8 @@ class Peer:
         self._closed_reason = reason
         if getattr(type(self.stream), "set_direct", None) is not None:
             self.stream.set_direct(None)  # type: ignore[attr-defined]
+        if getattr(type(self.stream), "set_inline", None) is not None:
+            self.stream.set_inline(None)  # type: ignore[attr-defined]
         self._queue_send.close()
         self._notif_send.close()
         self._outbox_send.close()
@@ -648,6 +663,29 @@ class Peer:
             except TransportError:
                 pass
 
+    async def _serve_inline(self, req: Request, sink: NotificationSink) -> Response | ErrorResponse:
+        """Serve ``req`` in the calling task (an inline in-memory pair; see
+        :meth:`request`): the same dispatcher and error mapping as a worker,
+        the caller's cancel scope instead of the worker's; what the handler
+        notifies goes to ``sink``, in order, instead of the transport."""
+        if self._closed_reason is not None:
+            raise TransportClosed(self._closed_reason)
+        self._running += 1
+        token = _INLINE_SINK.set((self, sink))
+        try:
+            result = await self.dispatcher.handle_request(InboundRequest(self, req))
+            reply: Response | ErrorResponse = Response(id=req.id, result=result)
+        except McpError as exc:
+            reply = error_response(req.id, exc)
+        except Exception as exc:
+            log.exception("%s: handler for %s failed", self.name, req.method)
+            reply = error_response(req.id, InternalError(describe(exc)))
+        finally:
+            _INLINE_SINK.reset(token)
+            self._running -= 1
+        self._served += 1
+        return reply
+
     async def _notification_loop(self) -> None:
         async for note in self._notif_recv:
             try:
@@ -672,6 +710,7 @@ class Peer:
         result_type: Any = None,
         on_progress: ProgressCallback | None = None,
         cancellable: bool = True,
+        stateless: bool = False,
     ) -> Any:
         """Send a request and wait for its answer.
 
@@ -682,9 +721,20 @@ class Peer:
         notification, in order, before the answer is returned.
         ``result_type`` decodes the result (else it is returned raw); an error
         answer raises the matching :class:`McpError`.
+
+        ``stateless`` says the request depends on no earlier message (a
+        2026-era request): a transport that can have the other end serve it
+        in this task (an ``"inline"`` in-memory pair) then does, with no
+        frames and no task switch; the handler's notifications reach this
+        peer in order, before the answer, and cancelling the caller cancels
+        the handler.
         """
         if self._closed_reason is not None:
             raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        if stateless:
+            serve = getattr(self.stream, "inline", None)
+            if serve is not None:
+                return await self._request_inline(serve, method, params, result_type, on_progress)
         ident = self._next_id
         self._next_id = ident + 1
         reply = _Reply()
@@ -713,14 +763,47 @@ class Peer:
             self._pending.pop(ident, None)
             if on_progress is not None:
                 self._progress.pop(ident, None)
-        if type(msg) is Response:
-            if result_type is None:
-                return msg.result
-            try:
-                return coerce(msg.result, result_type)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                raise InternalError(f"malformed result for {method}: {exc}") from None
-        raise msg.error.to_exception()
+        return _answer(msg, method, result_type)
+
+    async def _request_inline(
+        self,
+        serve: InlineServer,
+        method: str,
+        params: Any,
+        result_type: Any,
+        on_progress: ProgressCallback | None,
+    ) -> Any:
+        """Have the other end serve a request in this task (see :meth:`request`)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        ident = self._next_id
+        self._next_id = ident + 1
+        if on_progress is not None:
+            params = _with_progress_token(params, ident)
+
+        async def sink(note: Notification) -> None:
+            # The handler's notifications, in its (our) task: progress for
+            # this call goes to on_progress, the rest to our dispatcher.
+            if on_progress is not None and note.method == "notifications/progress":
+                item = _progress_item(note.params, ident)
+                if item is not None:
+                    try:
+                        await on_progress(*item)
+                    except Exception:
+                        log.exception("%s: progress callback failed", self.name)
+                    return
+            if self._closed_reason is None:
+                self._notification(note)
+
+        try:
+            msg = await serve(Request(id=ident, method=method, params=params), sink)
+        except TransportError as exc:
+            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        # A schedule point, as every call has (a handler that never awaits
+        # makes none): a loop of calls stays fair to the other tasks.
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return _answer(msg, method, result_type)
 
     async def _send_cancelled(self, ident: int | str, reason: str) -> None:
         with trio.move_on_after(self.limits.cancel_send_timeout, shield=True):
@@ -735,6 +818,11 @@ class Peer:
         """Send a notification (waits only for transport backpressure)."""
         if self._closed_reason is not None:
             raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        inline = _INLINE_SINK.get()
+        if inline is not None and inline[0] is self:
+            # Serving a request in its caller's task: straight to the caller.
+            await inline[1](Notification(method=method, params=params))
+            return
         try:
             await self.stream.send(Notification(method=method, params=params))
         except TransportError as exc:
@@ -782,6 +870,30 @@ class Peer:
 
     def __repr__(self) -> str:
         return f"<Peer {self.name} {'closed' if self.closed else 'open'}>"
+
+
+def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any:
+    """A call's result (decoded to ``result_type`` if given), or its error raised."""
+    if type(msg) is Response:
+        if result_type is None:
+            return msg.result
+        try:
+            return coerce(msg.result, result_type)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InternalError(f"malformed result for {method}: {exc}") from None
+    raise msg.error.to_exception()  # type: ignore[union-attr]
+
+
+def _progress_item(params: Any, token: int | str) -> tuple[float, Any, Any] | None:
+    """(progress, total, message) of progress params for ``token``, else None."""
+    try:
+        data = coerce(params, dict[str, Any])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    progress = data.get("progress")
+    if data.get("progressToken") != token or (type(progress) is not int and type(progress) is not float):
+        return None
+    return (progress, data.get("total"), data.get("message"))
 
 
 def _with_progress_token(params: Any, token: int | str) -> Any:

@@ -68,6 +68,7 @@ from ._versions import (
     V2026_07_28,
     is_modern,
 )
+from ._versions import SUPPORTED_VERSIONS as _KNOWN_VERSIONS
 
 __all__ = [
     "Direction",
@@ -250,15 +251,24 @@ def lookup(method: str) -> MethodSpec | None:
     return METHODS.get(method)
 
 
+#: method_available() answers for known methods and versions (a bounded set).
+_available: dict[tuple[str, str, Side | None], bool] = {}
+
+
 def method_available(method: str, version: str, *, sender: Side | None = None) -> bool:
     """Whether ``method`` exists on the wire in ``version`` (and, given
     ``sender``, whether that side may send it)."""
+    key = (method, version, sender)
+    known = _available.get(key)
+    if known is not None:
+        return known
     spec = METHODS.get(method)
     if spec is None:
         return False
-    if sender is None:
-        return spec.available(version)
-    return spec.sendable_by(sender, version)
+    known = spec.available(version) if sender is None else spec.sendable_by(sender, version)
+    if version in _KNOWN_VERSIONS:  # never grows with versions a peer made up
+        _available[key] = known
+    return known
 
 
 def methods_for(

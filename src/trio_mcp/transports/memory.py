@@ -1,11 +1,18 @@
 """In-memory transport: a connected pair of message streams.
 
-Two modes:
+Three modes:
 
 * ``"zero-copy"`` — Structs are passed through as they are. Fastest; the
   receiver's cached decoders accept instances as well as raw JSON.
   Payloads are shared, not copied: treat them as immutable.
 * ``"bytes"`` — every message is encoded and decoded exactly as on a wire.
+* ``"inline"`` — ``"zero-copy"``, and a *stateless* request (one that
+  depends on no earlier message: the 2026-07-28 era's requests) is served by
+  the other end in the sender's task, with no frame and no task switch, as
+  the official SDK's in-process client does in that era (see
+  :meth:`~trio_mcp.actors.Peer.request`). Everything else (the handshake
+  era, notifications, ``subscriptions/listen``) crosses the pair as in
+  ``"zero-copy"``.
 
 When the receiving end's consumer registered a direct receiver (a
 :class:`~trio_mcp.actors.Peer` does) and nothing is queued in the channel, a
@@ -15,7 +22,7 @@ the reader first: one task switch less per message, same order, same codec.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 
 import trio
@@ -31,7 +38,7 @@ DEFAULT_MEMORY_BUFFER: Final = 64
 #: Frames the other end may take directly (see :meth:`MemoryStream.set_direct`).
 _DIRECT_KINDS: Final = (Request, Response, ErrorResponse)
 
-Mode = Literal["zero-copy", "bytes"]
+Mode = Literal["zero-copy", "bytes", "inline"]
 
 
 class MemoryStream:
@@ -50,6 +57,7 @@ class MemoryStream:
         #: The other end of the pair (set by :func:`memory_pair`).
         self._other: MemoryStream | None = None
         self._direct: Callable[[Any], bool] | None = None
+        self._inline: Callable[..., Awaitable[Any]] | None = None
         #: This end's reader waits in receive() with nothing buffered or handed to it.
         self._waiting = False
         self.direct_deliveries = 0
@@ -62,6 +70,22 @@ class MemoryStream:
         a frame goes direct only while this end's reader waits in ``receive``
         with nothing queued or handed to it."""
         self._direct = receiver
+
+    def set_inline(self, server: Callable[..., Awaitable[Any]] | None) -> None:
+        """Let the other end have ``server`` (this end's consumer, e.g. a
+        peer's inline server: ``await server(request, sink)`` -> the answer)
+        answer a stateless request in the sending task; used only when the
+        pair is in ``"inline"`` mode."""
+        self._inline = server
+
+    @property
+    def inline(self) -> Callable[..., Awaitable[Any]] | None:
+        """What serves this end's stateless requests in the sending task
+        (``"inline"`` mode, while the other end's consumer runs), else None."""
+        other = self._other
+        if self.mode != "inline" or other is None:
+            return None
+        return other._inline
 
     async def send(self, message: Any) -> None:
         other = self._other
@@ -125,6 +149,7 @@ class MemoryStream:
 
     async def aclose(self) -> None:
         self._direct = None
+        self._inline = None
         await self._send.aclose()
         await self._receive.aclose()
 
@@ -137,8 +162,8 @@ def memory_pair(
     *, mode: Mode = "zero-copy", buffer: int = DEFAULT_MEMORY_BUFFER
 ) -> tuple[MemoryStream, MemoryStream]:
     """Two connected streams; what one sends the other receives."""
-    if mode not in ("zero-copy", "bytes"):
-        raise ValueError(f"mode must be 'zero-copy' or 'bytes', not {mode!r}")
+    if mode not in ("zero-copy", "bytes", "inline"):
+        raise ValueError(f"mode must be 'zero-copy', 'bytes' or 'inline', not {mode!r}")
     a_send, b_recv = trio.open_memory_channel[Any](buffer)
     b_send, a_recv = trio.open_memory_channel[Any](buffer)
     a, b = MemoryStream(a_send, a_recv, mode), MemoryStream(b_send, b_recv, mode)
