@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/bench_http.py --ours-only       # no SDK needed (ours + floor)
     .venv/bin/python benchmarks/bench_http.py --no-sse          # JSON-response rows only
     .venv/bin/python benchmarks/bench_http.py --no-floor        # no hypercorn+httpx floor rows
+    .venv/bin/python benchmarks/bench_http.py --handshake-only  # no 2026-07-28 rows
     .venv/bin/python benchmarks/bench_http.py --profile-server /tmp/prof   # cProfile our server
 
 Both servers (``benchmarks/servers/``) serve one tool, ``async def echo(text:
@@ -16,8 +17,9 @@ by ``bash scripts/setup-interop``; ``MCPServer.streamable_http_app`` on
 uvicorn, as ``MCPServer.run("streamable-http")`` serves it). The clients:
 trio-mcp's ``StreamableHttpTransport`` + ``open_session`` (``era="handshake"``)
 in this process, and the SDK's ``mcp.Client(url, mode="legacy")``, run by
-``benchmarks/sdk_http_client.py`` in the SDK venv. Every client uses its
-HTTP library's default connection pool.
+``benchmarks/sdk_http_client.py`` in the SDK venv (in the ``2026-07-28``
+rows: ``era="modern"`` and ``mode="auto"``). Every client uses its HTTP
+library's default connection pool.
 
 Measured one row after another, never two at a time (the client and the
 server each get about one core of a two-core machine): back-to-back
@@ -30,6 +32,11 @@ these client->server pairings:
   ``json_response=True``): trio-mcp->trio-mcp, mcp-sdk->mcp-sdk, and the
   cross pairings mcp-sdk->trio-mcp and trio-mcp->mcp-sdk, which separate
   server speed from client speed;
+* ``2026-07-28`` (the same JSON-response servers, the stateless protocol
+  after a ``server/discover`` probe: trio-mcp ``era="modern"``, SDK
+  ``mode="auto"``, its default): trio-mcp->trio-mcp and mcp-sdk->mcp-sdk
+  (skip with ``--handshake-only``); the SDK's rows are skipped with a note
+  if they fail;
 * ``floor``: httpx->hypercorn, the mandated HTTP stack doing no MCP work:
   ``servers/floor_http_server.py`` (project venv; hypercorn's trio worker
   configured as ``HttpServer`` configures it) serves a do-nothing ASGI app
@@ -46,8 +53,9 @@ Each row also gives the CPU time per call of the client process and of the
 server process over the measured window (``/proc/<pid>/task/*/schedstat``,
 Linux): with the two on separate cores, ``c64`` throughput is bounded by the
 busier one. Output: a table, the trio-mcp/SDK ratios (``ratios``: own pairing
-over own pairing; ``server_ratios`` / ``client_ratios`` from the cross
-pairings; ``ceiling_ratios``: floor over SDK), the 1-minute load average
+over own pairing; ``ratios_vs_2026``: the same in the 2026-07-28 era;
+``server_ratios`` / ``client_ratios`` from the cross pairings;
+``ceiling_ratios``: floor over SDK), the 1-minute load average
 before and after, then one JSON line per row and a JSON summary line
 (``"summary": true``).
 """
@@ -81,18 +89,23 @@ HYPERCORN = "hypercorn"
 JSON = "json"
 SSE = "sse"
 FLOOR = "floor"
+#: The stateless protocol era (JSON responses), labelled as in bench_stdio.
+MODERN = "2026-07-28"
 SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
 SERVER_SCRIPTS = {
     OURS: HERE / "servers" / "trio_http_server.py",
     SDK: HERE / "servers" / "sdk_http_server.py",
     HYPERCORN: HERE / "servers" / "floor_http_server.py",
 }
-#: (client, server, mode), in the order they run.
+#: (client, server, mode), in the order they run. The SDK's 2026-07-28 rows
+#: are reported if they work (skipped with a note otherwise).
 PAIRINGS = [
     (OURS, OURS, JSON),
     (SDK, SDK, JSON),
     (SDK, OURS, JSON),
     (OURS, SDK, JSON),
+    (OURS, OURS, MODERN),
+    (SDK, SDK, MODERN),
     (HTTPX, HYPERCORN, FLOOR),
     (OURS, OURS, SSE),
     (SDK, SDK, SSE),
@@ -248,7 +261,7 @@ def run_our_client(server: ServerProcess, mode: str, args: argparse.Namespace) -
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             stream = await nursery.start(StreamableHttpTransport(server.url).run)
-            async with open_session(stream, era="handshake") as session:
+            async with open_session(stream, era="modern" if mode == MODERN else "handshake") as session:
 
                 async def call() -> None:
                     await session.call_tool("echo", {"text": PAYLOAD})
@@ -314,6 +327,7 @@ def run_sdk_client(server: ServerProcess, mode: str, args: argparse.Namespace) -
         "--url", server.url,
         "--server-impl", server.impl,
         "--server-pid", str(server.pid),
+        "--mode", "auto" if mode == MODERN else "legacy",
         "--label", mode,
         "--seconds", repr(args.seconds),
         "--warmup", repr(args.warmup),
@@ -368,8 +382,9 @@ def run_pairing(client: str, server_impl: str, mode: str, args: argparse.Namespa
     if profile is not None:
         progress(f"server profile written to {profile}")
     for row in rows:
-        if mode != FLOOR and row.get("protocol") in (None, "2026-07-28"):
-            raise RuntimeError(f"{row['impl']} {mode}: unexpected protocol {row.get('protocol')!r}")
+        protocol = row.get("protocol")
+        if mode != FLOOR and (protocol is None or (mode == MODERN) != (protocol == MODERN)):
+            raise RuntimeError(f"{row['impl']} {mode}: unexpected protocol {protocol!r}")
     return rows
 
 
@@ -406,6 +421,8 @@ def summarize(rows: list[dict[str, Any]], args: argparse.Namespace, loads: tuple
     summary["baseline"] = f"{SDK}->{SDK} json"
     summary["ratios"] = call_ratios(rows, own, sdk, cs)
     summary["p50_ratios"] = call_ratios(rows, own, sdk, cs, "p50_us")
+    if modern := call_ratios(rows, (OURS, OURS, MODERN), (SDK, SDK, MODERN), cs):
+        summary["ratios_vs_2026"] = modern
     if sse := call_ratios(rows, (OURS, OURS, SSE), (SDK, SDK, SSE), cs):
         summary["sse_ratios"] = sse
         summary["sse_p50_ratios"] = call_ratios(rows, (OURS, OURS, SSE), (SDK, SDK, SSE), cs, "p50_us")
@@ -463,8 +480,8 @@ def calls_table(rows: list[dict[str, Any]]) -> str:
 def print_report(rows: list[dict[str, Any]], summary: dict[str, Any], args: argparse.Namespace) -> None:
     print()
     print(f"Streamable HTTP tools/call, echo tool, {args.seconds:g} s per row after {args.warmup:g} s warm-up "
-          f"(client->server; json = JSON responses, sse = SSE responses, "
-          "floor = hypercorn+httpx doing no MCP work)")
+          f"(client->server; json = JSON responses, 2026-07-28 = JSON responses in the stateless era, "
+          "sse = SSE responses, floor = hypercorn+httpx doing no MCP work)")
     print(calls_table(rows))
     print(f"1-minute load average: {summary['load_before']} before, {summary['load_after']} after "
           "(other work on the machine skews every figure)")
@@ -479,8 +496,10 @@ def print_report(rows: list[dict[str, Any]], summary: dict[str, Any], args: argp
         if value is None:
             continue
         p50 = summary["p50_ratios"].get(key)
+        modern = summary.get("ratios_vs_2026", {}).get(key)
+        era = f", 2026-07-28 {modern:5.2f}×" if modern is not None else ""
         goal = f"   (target ≥ {target:g}×)" if target is not None else ""
-        print(f"  {key + ':':5} {value:5.2f}×  (p50 latency {p50:.2f}×){goal}")
+        print(f"  {key + ':':5} {value:5.2f}×  (p50 latency {p50:.2f}×){era}{goal}")
     if ceiling := summary.get("ceiling_ratios"):
         print("  ceiling, httpx->hypercorn floor / SDK: " + ", ".join(f"{k} {v:.2f}×" for k, v in ceiling.items()))
         print("    (the most an MCP layer costing nothing could reach over the SDK on hypercorn+httpx)")
@@ -502,6 +521,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="only trio-mcp->trio-mcp and the floor (no SDK needed)")
     parser.add_argument("--no-sse", action="store_true", help="skip the SSE-response rows")
     parser.add_argument("--no-floor", action="store_true", help="skip the httpx->hypercorn floor rows")
+    parser.add_argument("--handshake-only", action="store_true", help="skip the 2026-07-28 rows")
     parser.add_argument("--sdk-python", type=Path, default=SDK_PYTHON,
                         help="python of the venv holding the official SDK (default .cache/sdk-venv)")
     parser.add_argument("--profile-server", type=Path, default=None, metavar="DIR",
@@ -515,7 +535,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def selected_pairings(args: argparse.Namespace) -> list[tuple[str, str, str]]:
-    pairings = [p for p in PAIRINGS if not (args.no_sse and p[2] == SSE) and not (args.no_floor and p[2] == FLOOR)]
+    skipped = {m for m, skip in ((SSE, args.no_sse), (FLOOR, args.no_floor), (MODERN, args.handshake_only)) if skip}
+    pairings = [p for p in PAIRINGS if p[2] not in skipped]
     if args.ours_only:
         pairings = [p for p in pairings if p[0] == p[1] == OURS or p[2] == FLOOR]
     return pairings
@@ -539,6 +560,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rows += run_pairing(client, server, mode, args)
         except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
+            if client == SDK and mode == MODERN:  # optional: report, keep going
+                print(f"bench_http: {pair_name(client, server)} {mode} failed (optional rows skipped): {exc}",
+                      file=sys.stderr)
+                continue
             failure = f"{pair_name(client, server)} {mode}: {exc}"
             break
     summary = summarize(rows, args, (load_before, load_average()))

@@ -3,8 +3,10 @@
 Run by ``benchmarks/bench_http.py`` with ``.cache/sdk-venv/bin/python`` (the
 SDK's import name ``mcp`` never shares a venv with trio-mcp). It connects to
 ``--url`` with the SDK's own Streamable HTTP client, ``mcp.Client(url,
-mode="legacy", cache=None)`` (the initialize handshake; ``streamable_http_client``
-with its default ``httpx2`` client underneath), and prints one JSON line per
+mode=..., cache=None)`` (``streamable_http_client`` with its default ``httpx2``
+client underneath; ``--mode legacy``, the default, is the initialize
+handshake; ``--mode auto``, the SDK's own default, probes ``server/discover``
+and talks 2026-07-28 to a server that answers it), and prints one JSON line per
 concurrency (``seq`` then ``--concurrency``): back-to-back ``tools/call echo``
 for ``--seconds`` after a warm-up. Each row also carries the CPU time per call
 of this client process and, with ``--server-pid``, of the server process, over
@@ -47,7 +49,7 @@ def per_call_us(ns: int | None, calls: int) -> float | None:
 
 async def run(args: argparse.Namespace) -> None:
     sdk_version = version("mcp")
-    async with Client(args.url, mode="legacy", cache=None) as client:
+    async with Client(args.url, mode=args.mode, cache=None) as client:
         protocol = client.protocol_version
 
         async def call() -> None:
@@ -74,6 +76,7 @@ async def run(args: argparse.Namespace) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the server's MCP endpoint")
+    parser.add_argument("--mode", choices=("legacy", "auto"), default="legacy", help="SDK Client mode")
     parser.add_argument("--server-impl", default="mcp-sdk", help="name of the server implementation, for the rows")
     parser.add_argument("--server-pid", type=int, default=None, help="the server's pid, to read its CPU time")
     parser.add_argument("--label", default="json", help="the rows' mode label")
