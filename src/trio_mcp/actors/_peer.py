@@ -369,7 +369,7 @@ class Peer:
                 if getattr(type(self.stream), "set_direct", None) is not None:
                     self.stream.set_direct(self._direct)  # type: ignore[attr-defined]
                 if getattr(type(self.stream), "set_inline", None) is not None:
-                    self.stream.set_inline(self._serve_inline)  # type: ignore[attr-defined]
+                    self.stream.set_inline(self.serve_inline)  # type: ignore[attr-defined]
                 task_status.started(self)
                 try:
                     reason = await self._read_loop()
@@ -663,11 +663,14 @@ class Peer:
             except TransportError:
                 pass
 
-    async def _serve_inline(self, req: Request, sink: NotificationSink) -> Response | ErrorResponse:
-        """Serve ``req`` in the calling task (an inline in-memory pair; see
-        :meth:`request`): the same dispatcher and error mapping as a worker,
-        the caller's cancel scope instead of the worker's; what the handler
-        notifies goes to ``sink``, in order, instead of the transport."""
+    async def serve_inline(self, req: Request, sink: NotificationSink) -> Response | ErrorResponse:
+        """Serve ``req`` in the calling task and return its answer: the same
+        dispatcher and error mapping as a worker, the caller's cancel scope
+        instead of the worker's; what the handler notifies goes to ``sink``, in
+        order, instead of the transport. For requests that depend on no earlier
+        message (the stateless era): an inline in-memory pair (see
+        :meth:`request`), or a Streamable HTTP request served in its own ASGI
+        task. Raises :class:`TransportClosed` once the peer is closed."""
         if self._closed_reason is not None:
             raise TransportClosed(self._closed_reason)
         self._running += 1

@@ -21,6 +21,7 @@ __all__ = [
     "as_tuple",
     "watch_disconnect",
     "respond",
+    "start_event_stream",
     "read_body",
     "error_body",
 ]
@@ -84,6 +85,20 @@ async def respond(
     out.extend(headers)
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def start_event_stream(send: Send, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """Start a ``200 text/event-stream`` response (never cached or buffered by proxies)."""
+    await send({
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache, no-transform"),
+            (b"x-accel-buffering", b"no"),
+            *headers,
+        ],
+    })
 
 
 async def read_body(

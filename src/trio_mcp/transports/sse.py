@@ -110,6 +110,7 @@ from ._asgi import (
     header_map,
     read_body,
     respond,
+    start_event_stream,
     watch_disconnect,
 )
 from ._base import TransportClosed, TransportError
@@ -420,15 +421,7 @@ class SseApp(AsgiApp):
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-            await send({
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/event-stream"),
-                    (b"cache-control", b"no-cache, no-transform"),
-                    (b"x-accel-buffering", b"no"),
-                ],
-            })
+            await start_event_stream(send)
             await write(format_sse("endpoint", endpoint))
             while True:
                 # Only the wait is timed: a write is never cut short (a torn

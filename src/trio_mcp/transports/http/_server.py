@@ -119,6 +119,7 @@ from ...protocol import (
     ErrorResponse,
     Frame,
     InvalidMessage,
+    Notification,
     Request,
     Response,
     coerce,
@@ -138,6 +139,7 @@ from .._asgi import (
     header_map,
     read_body,
     respond,
+    start_event_stream,
     watch_disconnect,
 )
 from .._base import RELATED_REQUEST, TransportClosed
@@ -346,6 +348,94 @@ class _Conn:
 
 
 Mode = Literal["auto", "json", "sse"]
+
+
+class _NoWire:
+    """The stream of the server session that serves stateless requests in
+    their own ASGI tasks: what it says while serving one goes into that
+    request's answer (see :meth:`~trio_mcp.actors.Peer.serve_inline`);
+    anything else has nowhere to go."""
+
+    async def send(self, message: Any) -> None:
+        raise TransportClosed("a stateless request's server session speaks only through that request's answer")
+
+    async def receive(self) -> Frame:
+        await trio.lowlevel.checkpoint()
+        raise trio.EndOfChannel
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class _InlineAnswer:
+    """The HTTP answer of a stateless request served in its own ASGI task:
+    one JSON body, or an SSE stream (from the start in ``sse`` mode; in
+    ``auto`` mode from the handler's first notification) carrying the
+    handler's notifications, then the answer. No event ids: nothing of a
+    stateless request can be resumed."""
+
+    __slots__ = ("app", "lock", "mode", "nursery", "send", "sse_ok", "started")
+
+    def __init__(self, app: StreamableHttpApp, send: Send, mode: Mode, sse_ok: bool, nursery: trio.Nursery) -> None:
+        self.app = app
+        self.send = send
+        self.mode: Mode = mode
+        self.sse_ok = sse_ok
+        self.nursery = nursery
+        self.started = False
+        self.lock = trio.Lock()
+
+    async def start_sse(self) -> None:
+        self.mode = "sse"
+        self.started = True
+        self.app._sse_connections += 1
+        with trio.fail_after(self.app.settings.write_timeout):
+            await start_event_stream(self.send)
+        self.nursery.start_soon(self._keep_alive)
+
+    async def notify(self, note: Notification) -> None:
+        """A notification of the handler (progress, a log message)."""
+        if self.mode != "sse":
+            if self.mode == "json" or not self.sse_ok:
+                self.app._dropped += 1  # a JSON answer cannot carry it
+                return
+            await self._guarded(self.start_sse())
+        await self._guarded(self._write(format_event(None, encode(note))))
+
+    async def _guarded(self, write: Any) -> None:
+        try:
+            await write
+        except trio.TooSlowError:
+            # The client does not read: give up the request (the handler is
+            # cancelled at its next checkpoint).
+            self.nursery.cancel_scope.cancel()
+
+    async def _write(self, data: bytes, more: bool = True) -> None:
+        async with self.lock:
+            with trio.fail_after(self.app.settings.write_timeout):
+                await self.send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await trio.sleep(self.app.settings.ping_interval)
+            await self._guarded(self._write(PING))
+
+    async def finish(self, reply: Response | ErrorResponse) -> None:
+        """Write the answer and end the response. Shielded from the disconnect
+        watcher: hypercorn reports a disconnect while it recycles the
+        connection inside the last send, and cancelling that would strand it."""
+        with trio.CancelScope(shield=True):
+            if self.started:
+                await self._write(format_event(None, encode(reply)))
+                await self._write(b"", more=False)
+                return
+            status = 200
+            if type(reply) is ErrorResponse:
+                status = ERROR_STATUS.get(reply.error.code, 200)  # the stateless era gives errors a status
+            with trio.fail_after(self.app.settings.write_timeout):
+                await respond(self.send, status, encode(reply))
+
+
 #: An event to write: (id or None without an event store, data).
 _Event = tuple["str | None", bytes]
 
@@ -847,6 +937,10 @@ class StreamableHttpApp(AsgiApp):
         self._sse_connections = 0
         self._pumps = 0
         self._pumps_done = trio.Event()
+        #: The server session serving stateless requests inline (see _post_inline).
+        self._stateless: Any = None
+        #: Stateless requests being answered inline (cancelled when the server stops).
+        self._inline_answers: set[_InlineAnswer] = set()
         #: Per app: (its ``tools`` list, name -> Tool, or (annotations or None, input
         #: schema) once asked), valid while the app keeps that very list (an
         #: MCPServer builds a new one on every change).
@@ -878,7 +972,13 @@ class StreamableHttpApp(AsgiApp):
             self._nursery = None
             for session in list(self.sessions.values()):
                 self._end_session(session, "server stopped")
+            self._end_inline_answers()
             self._running = False
+
+    def _end_inline_answers(self) -> None:
+        for answer in list(self._inline_answers):
+            answer.nursery.cancel_scope.cancel()
+        self._stateless = None
 
     async def _hold_lifespan(self, app: Any) -> None:
         async with app.running():
@@ -890,6 +990,7 @@ class StreamableHttpApp(AsgiApp):
         self._closed = True
         for session in list(self.sessions.values()):
             self._end_session(session, "server stopped")
+        self._end_inline_answers()
         self._stop.set()
         await trio.lowlevel.checkpoint()
 
@@ -1108,12 +1209,17 @@ class StreamableHttpApp(AsgiApp):
                 status, error = rejection
                 await respond(send, status, encode(error_response(request.id, error)))
                 return
+            if self._shared is not None and request.method != "subscriptions/listen":
+                await self._post_inline(request, scope, headers, json_ok, sse_ok, receive, send)
+                return
+            # subscriptions/listen (a stream of notifications), or an app made
+            # per session: a session of its own, for this request only.
             session = await self._start_session(None)
             session.store = None  # nothing to resume without a session
             ephemeral = True
             if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
                 # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
-                problem = await self._param_problem(session, scope, headers, request)
+                problem = await self._param_problem(session.server_session, scope, headers, request)
                 if problem is not None:
                     self._end_session(session, "Mcp-Param-* headers rejected")
                     await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
@@ -1129,7 +1235,7 @@ class StreamableHttpApp(AsgiApp):
                 self._end_session(session, "stateless request done")
 
     async def _param_problem(
-        self, session: HttpSessionStream, scope: Scope, headers: dict[str, str], request: Request
+        self, server_session: Any, scope: Scope, headers: dict[str, str], request: Request
     ) -> str | None:
         """Why the ``Mcp-Param-*`` headers of a stateless ``tools/call`` do not
         mirror its arguments (None when they do, or when nothing can be checked:
@@ -1143,8 +1249,7 @@ class StreamableHttpApp(AsgiApp):
             return None
         if not arguments and not any(name.startswith(PARAM_PREFIX) for name in headers):
             return None  # nothing in the body, nothing in the headers
-        assert session.server_session is not None
-        found = await self._tool_annotations(session.server_session, call.name, request)
+        found = await self._tool_annotations(server_session, call.name, request)
         if found is None or found[0] is None:
             return None
         header_map, schema = found
@@ -1225,6 +1330,75 @@ class StreamableHttpApp(AsgiApp):
                 return False
         return True
 
+    async def _post_inline(
+        self,
+        request: Request,
+        scope: Scope,
+        headers: dict[str, str],
+        json_ok: bool,
+        sse_ok: bool,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """A stateless request (not ``subscriptions/listen``) of a shared app,
+        served in this ASGI task by the one server session that serves them
+        all (:meth:`~trio_mcp.actors.Peer.serve_inline`): no session actor and
+        no channels per request. The handler's notifications go on this
+        request's SSE stream (``auto`` mode switches to SSE for the first one);
+        the client going away cancels the handler."""
+        if self._nursery is None or self._closed:
+            raise HttpError(503, "Server is not running")
+        server = self._stateless_server()
+        if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
+            # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
+            problem = await self._param_problem(server, scope, headers, request)
+            if problem is not None:
+                await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
+                return
+        mode = self._answer_mode(json_ok, sse_ok)
+        self._pumps += 1
+        try:
+            async with trio.open_nursery() as nursery:
+                answer = _InlineAnswer(self, send, mode, sse_ok, nursery)
+                self._inline_answers.add(answer)
+                nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+                try:
+                    if mode == "sse":
+                        await answer.start_sse()
+                    reply = await server.peer.serve_inline(request, answer.notify)
+                    await answer.finish(reply)
+                except (trio.TooSlowError, TransportClosed):
+                    pass  # the client does not read, or the server stopped: drop the connection
+                finally:
+                    self._inline_answers.discard(answer)
+                    if answer.started:
+                        self._sse_connections -= 1
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._pumps -= 1
+            if self._pumps == 0 and self._closed:
+                self._pumps_done.set()
+
+    def _answer_mode(self, json_ok: bool, sse_ok: bool) -> Mode:
+        """How a POST is answered, from the ``json_response`` setting and what the client accepts."""
+        setting = self.settings.json_response
+        if setting is True:
+            return "json" if json_ok else "sse"
+        if setting is False:
+            return "sse" if sse_ok else "json"
+        return "auto" if json_ok else "sse"
+
+    def _stateless_server(self) -> Any:
+        """The server session of the shared app that serves stateless requests
+        in their own ASGI tasks (made on first use)."""
+        server = self._stateless
+        if server is None:
+            from ...actors._server import ServerSession
+
+            app = self._shared
+            server = self._stateless = ServerSession(app, _NoWire(), limits=app.limits, name="http:stateless")
+        return server
+
     async def _post_session(
         self,
         session: HttpSessionStream,
@@ -1246,13 +1420,7 @@ class StreamableHttpApp(AsgiApp):
         ids = [r.id for r in requests]
         if len(set(ids)) != len(ids) or any(i in session.awaiting for i in ids):
             raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
-        setting = self.settings.json_response
-        if setting is True:
-            mode: Mode = "json" if json_ok else "sse"
-        elif setting is False:
-            mode = "sse" if sse_ok else "json"
-        else:
-            mode = "auto" if json_ok else "sse"
+        mode = self._answer_mode(json_ok, sse_ok)
         conn = _Conn(self.settings.sse_buffer, sse_ok)
         stream = session.new_post_stream(ids, mode, conn, batch)
         if is_init:
@@ -1379,16 +1547,7 @@ class StreamableHttpApp(AsgiApp):
             started = True
             self._sse_connections += 1
             with trio.fail_after(settings.write_timeout):
-                await send({
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [
-                        (b"content-type", b"text/event-stream"),
-                        (b"cache-control", b"no-cache, no-transform"),
-                        (b"x-accel-buffering", b"no"),
-                        *self._session_headers(session),
-                    ],
-                })
+                await start_event_stream(send, self._session_headers(session))
             if session.primes:
                 await write(format_retry(int(settings.retry_interval * 1000)))
 
