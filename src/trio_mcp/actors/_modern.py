@@ -135,7 +135,7 @@ class ModernRequest:
         self._responses: dict[str, Any] | None = None
         #: Fingerprints of the questions the answers were given to.
         self._questions: dict[str, str] = {}
-        if not own_state:
+        if not own_state and (self._state is not None or self._input is not None):
             # Checked before the handler runs: a state this server did not
             # issue never reaches it. A low-level handler that runs its own
             # input-required rounds (``own_state``) gets its state untouched.
