@@ -4,6 +4,7 @@
     trio-mcp run FILE.py[:OBJ] -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
     trio-mcp list TARGET [--json]
     trio-mcp call TARGET TOOL key=value ... [--json]
+    trio-mcp gateway CONFIG.json -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
 
 TARGET is a URL (``http(s)://…/mcp``, ``…/sse``, ``ws://…``) or, after
 ``--``, a command line that starts a stdio server:
@@ -30,17 +31,27 @@ def _parser() -> argparse.ArgumentParser:
     served.add_argument("--crash-after", type=int, default=None)
     run = sub.add_parser("run", help="serve a server object from a Python file")
     run.add_argument("app", metavar="FILE.py[:OBJ]")
-    run.add_argument("-t", "--transport", choices=("stdio", "http", "sse", "ws"), default="stdio")
-    run.add_argument("--host", default="127.0.0.1")
-    run.add_argument("--port", type=int, default=8000)
-    run.add_argument("--path", default="/mcp")
+    _serving_options(run)
     ls = sub.add_parser("list", help="list a server's tools, prompts and resources")
     ls.add_argument("target", nargs="*", metavar="TARGET")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     call = sub.add_parser("call", help="call a tool")
     call.add_argument("words", nargs="*", metavar="[TARGET] TOOL key=value")
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    gateway = sub.add_parser("gateway", help="serve the servers of an mcpServers config file as one server")
+    gateway.add_argument("config", metavar="CONFIG.json")
+    _serving_options(gateway)
+    gateway.add_argument("--inherit-env", action="store_true",
+                         help="stdio servers get our whole environment (default: a safe subset plus their env)")
     return parser
+
+
+def _serving_options(parser: argparse.ArgumentParser) -> None:
+    """How ``run`` and ``gateway`` serve: transport, address and path."""
+    parser.add_argument("-t", "--transport", choices=("stdio", "http", "sse", "ws"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--path", default="/mcp")
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -134,6 +145,17 @@ async def _call(target: list[str], tool: str, pairs: list[str], as_json: bool) -
     return 1 if result.is_error is True else 0
 
 
+async def _gateway(args: argparse.Namespace) -> None:
+    from ..gateway import load_config, open_gateway
+    from ._targets import serve
+
+    config = load_config(args.config, inherit_env=args.inherit_env)
+    async with open_gateway(config) as gateway:
+        if gateway.failed:
+            print(f"trio-mcp: gateway: left out (could not start): {', '.join(gateway.failed)}", file=sys.stderr)
+        await serve(gateway, args.transport, host=args.host, port=args.port, path=args.path)
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     words, command = _split(raw)
@@ -163,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
             app = load_app(args.app)
             trio.run(lambda: serve(app, args.transport, host=args.host, port=args.port, path=args.path))
             return 0
+        if args.command == "gateway":
+            trio.run(_gateway, args)
+            return 0
         if args.command == "list":
             target = command or args.target
             return trio.run(_list, target, args.json)
@@ -181,10 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         inner = single(exc)
         if isinstance(inner, SystemExit):
             raise inner from None
+        from ..gateway import ConfigError, GatewayStartError
         from ..transports import TransportError
         from ._targets import TargetError
 
-        if isinstance(inner, (McpError, TransportError, TargetError, OSError)):
+        if isinstance(inner, (McpError, TransportError, TargetError, OSError, ConfigError, GatewayStartError)):
             print(f"trio-mcp: {inner}", file=sys.stderr)
             return 1
         raise
