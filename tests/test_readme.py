@@ -28,5 +28,6 @@ def test_demo_command_shows_a_working_session() -> None:
     assert "calls/s" in out.stdout
     # the supervised fleet: a crash, a reconnect, and the load run's summary
     assert "flaky: disconnected" in out.stdout and "flaky: reconnected" in out.stdout
+    assert "behind one gateway at http://127.0.0.1:" in out.stdout
     summary = [line for line in out.stdout.splitlines() if line.startswith("fleet: 120 calls")]
-    assert summary and " ok, " in summary[0], out.stdout
+    assert summary and "through the gateway" in summary[0] and " ok, " in summary[0], out.stdout

@@ -138,19 +138,24 @@ def serve_demo_stdio(*, crash_after: int | None = None) -> None:
 
 
 async def run_fleet(*, calls: int = 300, out: Any = print) -> dict[str, int]:
-    """A Host supervising three stdio demo servers, one of which crashes now
-    and then, driven by a short load run through the host's registry."""
+    """Three supervised stdio demo servers, one of which crashes now and
+    then, behind one gateway served over Streamable HTTP on 127.0.0.1, and a
+    client of that gateway driving a short load run through it."""
     import sys
 
     from ..actors import (
         Connected,
+        ConnectionFailed,
         ConnectionSettings,
         Disconnected,
         Host,
+        ListsRefreshed,
         ReconnectScheduled,
+        open_session,
     )
-    from ..protocol import ConnectionClosed
+    from ..gateway import Gateway
     from ..supervision import Backoff
+    from ..transports.http import HttpServer, StreamableHttpTransport
     from ..transports.stdio import StdioServerParameters, StdioTransport
 
     settings = ConnectionSettings(
@@ -174,14 +179,18 @@ async def run_fleet(*, calls: int = 300, out: Any = print) -> dict[str, int]:
     import logging
 
     logging.getLogger("trio_mcp").setLevel(logging.ERROR)
-    tally = {"ok": 0, "connection_lost": 0, "reconnects": 0}
+    tally = {"ok": 0, "server_down": 0, "reconnects": 0}
     start = trio.current_time()
 
     def say(text: str) -> None:
         out(f"  [{trio.current_time() - start:5.2f}s] {text}")
 
-    async def watch(name: str, conn: Any) -> None:
+    async def watch(name: str, conn: Any, gateway: Any) -> None:
+        # The one reader of the connection's events: it tells the story and
+        # has the gateway tell its clients when a server's lists changed.
         async for event in conn.events():
+            if isinstance(event, (Connected, ListsRefreshed, ConnectionFailed)):
+                gateway.publish_changes()
             if isinstance(event, Connected) and event.connects > 1:
                 tally["reconnects"] += 1
                 say(f"{name}: reconnected (connect #{event.connects})")
@@ -191,35 +200,40 @@ async def run_fleet(*, calls: int = 300, out: Any = print) -> dict[str, int]:
             elif isinstance(event, ReconnectScheduled):
                 say(f"{name}: restart in {event.delay:.2f} s (attempt {event.attempt})")
 
+    names = ("alpha", "beta", "flaky")
     async with trio.open_nursery() as nursery:
         host = await nursery.start(Host(settings=settings, consent_policy=_trust_all()).run)
-        for name in ("alpha", "beta", "flaky"):
+        gateway = Gateway(host, order=names)
+        for name in names:
             conn = await host.add_server(name, factory(name))
-            nursery.start_soon(watch, name, conn)
-        say(f"fleet up: {len(host.tools())} tools behind one registry")
-        plan = [("alpha__add", {"a": 1, "b": 2}), ("beta__forecast", {"city": "Oslo"}), ("flaky__echo", {"text": "hi"})]
-        t0 = trio.current_time()
-        done = 0
+            nursery.start_soon(watch, name, conn, gateway)
+        info = await nursery.start(HttpServer(gateway).run)  # 127.0.0.1, a free port
+        stream = await nursery.start(StreamableHttpTransport(info.url).run)
+        async with open_session(stream, era="handshake") as client:
+            listed = await client.list_all_tools()
+            say(f"fleet up: {len(listed)} tools of {len(names)} servers behind one gateway at {info.url}")
+            plan = [("alpha__add", {"a": 1, "b": 2}), ("beta__forecast", {"city": "Oslo"}),
+                    ("flaky__echo", {"text": "hi"})]
+            t0 = trio.current_time()
+            done = 0
 
-        async def worker(offset: int) -> None:
-            nonlocal done
-            while done < calls:
-                tool, args = plan[(done + offset) % len(plan)]
-                done += 1
-                try:
+            async def worker(offset: int) -> None:
+                nonlocal done
+                while done < calls:
+                    tool, args = plan[(done + offset) % len(plan)]
+                    done += 1
                     with trio.fail_after(10):
-                        await host.call_tool(tool, args)
-                    tally["ok"] += 1
-                except ConnectionClosed:
-                    tally["connection_lost"] += 1
+                        result = await client.call_tool(tool, args)
+                    # A server that is down: the gateway answers isError at once.
+                    tally["server_down" if result.is_error else "ok"] += 1
 
-        async with trio.open_nursery() as load:
-            for i in range(4):
-                load.start_soon(worker, i)
-        elapsed = trio.current_time() - t0
+            async with trio.open_nursery() as load:
+                for i in range(4):
+                    load.start_soon(worker, i)
+            elapsed = trio.current_time() - t0
         out(
-            f"fleet: {calls} calls in {elapsed:.2f} s through the host: {tally['ok']} ok, "
-            f"{tally['connection_lost']} failed at once with ConnectionClosed while a server was down, "
+            f"fleet: {calls} calls in {elapsed:.2f} s through the gateway over Streamable HTTP: "
+            f"{tally['ok']} ok, {tally['server_down']} answered isError at once while a server was down, "
             f"{tally['reconnects']} reconnects"
         )
         nursery.cancel_scope.cancel()

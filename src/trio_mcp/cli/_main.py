@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
             print("== one server and one client, in memory")
             trio.run(lambda: run_demo(calls=args.calls))
-            print("== a host supervising three stdio servers (one crashes now and then), under load")
+            print("== three supervised stdio servers (one crashes now and then) behind one gateway, under load")
             trio.run(lambda: run_fleet(calls=args.fleet_calls))
             return 0
         if args.command == "demo-server":
