@@ -796,6 +796,7 @@ async def test_overload_counts_a_burst_exactly(size: int, refused: int) -> None:
 
     a, b = memory_pair(mode="bytes")
     server = Peer(b, App({"block": block}), limits=PeerLimits(max_concurrent_handlers=2, max_queued_requests=3))
+    server.batch_arrays = True
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
@@ -805,10 +806,10 @@ async def test_overload_counts_a_burst_exactly(size: int, refused: int) -> None:
             stats = server.statistics()
             assert (stats.requests_overloaded, stats.handlers_running) == (refused, 2)
             release.set()
-            answers = {}
-            for _ in range(size):
-                frame = await a.receive()
-                answers[frame.id] = frame.error.code if type(frame) is ErrorResponse else "ok"
+            # One array answers the whole batch, refusals included.
+            frame = await a.receive()
+            assert type(frame) is list and len(frame) == size
+            answers = {m.id: m.error.code if type(m) is ErrorResponse else "ok" for m in frame}
             assert answers == {i: "ok" if i <= 5 else -32001 for i in range(1, size + 1)}
             nursery.cancel_scope.cancel()
 
@@ -1073,4 +1074,111 @@ async def test_invalid_frames_are_counted_and_answered() -> None:
             assert (third["id"], third["error"]["code"]) == (3, -32602)
             stats = server.statistics()
             assert (stats.invalid_frames, stats.replies_dropped) == (3, 0)
+            nursery.cancel_scope.cancel()
+
+
+# ---------------------------------------------------------------- batches
+
+
+def batch_server(handlers: dict[str, Handler], *, arrays: bool = True) -> tuple[Any, Peer]:
+    a, b = memory_pair(mode="bytes")
+    server = Peer(b, App(handlers))
+    server.batch_arrays = arrays
+    return a, server
+
+
+async def test_a_batch_is_answered_with_one_array_of_every_answer() -> None:
+    async def echo(request: InboundRequest) -> Any:
+        await trio.lowlevel.checkpoint()
+        return {"echo": raw_or_none(request.params)}
+
+    a, server = batch_server({"echo": echo})
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            batch = [
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/whatever"},
+                5,
+                {"jsonrpc": "2.0", "id": "two", "method": "echo", "params": {"x": 2}},
+                {"jsonrpc": "2.0", "id": 3, "method": "nope"},
+            ]
+            await a.send_raw(json.dumps(batch).encode())
+            frame = await a.receive()
+            assert type(frame) is list
+            answers = {m.id: m for m in frame}
+            assert set(answers) == {None, 1, "two", 3}  # no answer for the notification
+            assert answers[None].error.code == -32600
+            assert raw_or_none(answers["two"].result) == {"echo": {"x": 2}}
+            assert answers[3].error.code == -32601
+            await wait_all_tasks_blocked()
+            with pytest.raises(trio.WouldBlock):
+                a.receive_nowait()  # nothing else was sent
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_batch_of_notifications_gets_no_answer() -> None:
+    a, server = batch_server({})
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            batch = [{"jsonrpc": "2.0", "method": "notifications/a"}, {"jsonrpc": "2.0", "method": "notifications/b"}]
+            await a.send_raw(json.dumps(batch).encode())
+            await wait_all_tasks_blocked()
+            with pytest.raises(trio.WouldBlock):
+                a.receive_nowait()
+            assert [m for m, _ in server.dispatcher.notifications] == ["notifications/a", "notifications/b"]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_cancelled_request_is_left_out_of_its_batch_answer() -> None:
+    release = trio.Event()
+
+    async def block(request: InboundRequest) -> Any:
+        await release.wait()
+        return {"done": True}
+
+    a, server = batch_server({"block": block})
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            batch = [{"jsonrpc": "2.0", "id": i, "method": "block"} for i in (1, 2, 3)]
+            await a.send_raw(json.dumps(batch).encode())
+            await wait_all_tasks_blocked()
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+            await a.send_raw(json.dumps(cancel).encode())
+            await wait_all_tasks_blocked()
+            release.set()
+            frame = await a.receive()
+            assert type(frame) is list
+            assert sorted(m.id for m in frame) == [1, 3]
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_unencodable_answer_in_a_batch_is_an_internal_error_beside_the_others() -> None:
+    async def bad(request: InboundRequest) -> Any:
+        return {"value": object()}
+
+    a, server = batch_server({"bad": bad})
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            batch = [{"jsonrpc": "2.0", "id": 1, "method": "bad"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+            await a.send_raw(json.dumps(batch).encode())
+            frame = await a.receive()
+            answers = {m.id: m for m in frame}
+            assert answers[1].error.code == -32603 and "could not encode" in answers[1].error.message
+            assert type(answers[2]) is Response
+            nursery.cancel_scope.cancel()
+
+
+async def test_without_batch_arrays_a_batch_is_answered_item_by_item() -> None:
+    a, server = batch_server({}, arrays=False)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+            await a.send_raw(json.dumps(batch).encode())
+            first, second = await a.receive(), await a.receive()
+            assert sorted([first.id, second.id]) == [1, 2]
             nursery.cancel_scope.cancel()

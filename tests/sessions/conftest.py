@@ -86,6 +86,8 @@ class Sent:
     raw: bytes | None = None
     checked: bool = True
     batch: list[dict[str, Any]] | None = None
+    #: One answer of a batch answer (a JSON array: recorded item by item).
+    in_batch_answer: bool = False
 
     def request_ids(self) -> Iterator[tuple[Any, str]]:
         """(id, method) of the requests in this frame; for raw frames, any
@@ -133,6 +135,10 @@ class Wire:
             data = json.loads(encode(message))
         except Exception as exc:  # the transport will refuse it too
             data = {"unencodable": repr(exc)}
+        if isinstance(data, list):  # a batch answer: each answer checked as one
+            entries = [Sent(side, item, checked=self._unchecked[side] == 0, in_batch_answer=True) for item in data]
+            self.sent.extend(entries)
+            return entries[-1]
         entry = Sent(side, data, checked=self._unchecked[side] == 0)
         self.sent.append(entry)
         return entry

@@ -471,10 +471,13 @@ async def test_garbage_frames_never_kill_the_server_session(connect_bytes) -> No
             answers = [m for m in conn.wire.responses("server") if "error" in m]
             codes = sorted((str(m["id"]), m["error"]["code"]) for m in answers)
             expected = sorted((str(ident), code) for _, code, ident in GARBAGE if code is not None)
-            # The batch: its ping is answered, its 5 is an invalid request.
+            # The batch: its ping is answered, its 5 is an invalid request;
+            # in one array where the protocol has batches (2025-03-26).
             assert codes == expected
             pings = [m for m in conn.wire.responses("server") if m.get("id") == "g6"]
             assert pings and pings[0]["result"] == {}
+            batched = [s.data.get("id") for s in conn.wire.sent if s.side == "server" and s.in_batch_answer]
+            assert sorted(map(str, batched)) == (["None", "g6"] if conn.version == "2025-03-26" else [])
             # Still serving, and the session state is intact.
             assert (await conn.client.call_tool("add", {"a": 20, "b": 22})).content[0].text == "42"
             assert conn.server.peer.statistics().invalid_frames >= 10

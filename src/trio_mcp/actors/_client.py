@@ -36,6 +36,7 @@ import trio
 from msgspec import UNSET
 
 from ..protocol import (
+    V2025_03_26,
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
     META_CLIENT_CAPABILITIES,
@@ -438,6 +439,7 @@ class ClientSession:
             )
         self.era = "handshake"
         self.protocol_version = result.protocol_version
+        self.peer.batch_arrays = result.protocol_version == V2025_03_26  # the one version with batches
         self.server_info = result.server_info
         self.server_capabilities = result.capabilities
         self.instructions = None if result.instructions is UNSET else result.instructions

@@ -49,6 +49,7 @@ from ..protocol import (
     Response,
     ServerOverloaded,
     coerce,
+    encode,
     error_response,
 )
 from ..transports import MessageStream, TransportClosed, TransportError
@@ -233,6 +234,16 @@ class _Reply:
                 return msg
 
 
+class _Batch:
+    """The answers of one inbound JSON-RPC batch, gathered into one array."""
+
+    __slots__ = ("replies", "waiting")
+
+    def __init__(self) -> None:
+        self.waiting: set[int | str] = set()
+        self.replies: list[Any] = []
+
+
 class _Slot:
     """An admitted inbound request's cancellation state."""
 
@@ -321,6 +332,13 @@ class Peer:
         self.dispatcher: Dispatcher = dispatcher or _NullDispatcher()
         self.limits = limits or PeerLimits()
         self._next_id = 1
+        #: Answer an inbound JSON-RPC batch with one array (JSON-RPC 2.0), not
+        #: item by item. Off until the protocol in use has batches (MCP
+        #: 2025-03-26 only: the session actors set it on negotiating it).
+        self.batch_arrays = False
+        #: Requests of a JSON-RPC batch still running -> their batch.
+        self._batches: dict[int | str, _Batch] = {}
+        self._current_batch: _Batch | None = None
         self._pending: dict[int | str, _Reply] = {}
         self._progress: dict[int | str, _Reply] = {}
         self._inflight: dict[int | str, _Slot] = {}
@@ -404,14 +422,19 @@ class Peer:
         # schedule point let one wake-up dispatch a whole burst.
         receive_nowait = getattr(self.stream, "receive_nowait", None)
         dispatch = self._dispatch
+        # The stream may gather the answers of a batch itself (a Streamable
+        # HTTP session does): then the peer answers item by item.
+        stream_gathers = getattr(self.stream, "answers_batches", False)
         while True:
             try:
                 frame = await receive()
                 budget = _DRAIN_BUDGET if receive_nowait is not None else 0
                 while True:
                     if type(frame) is list:
-                        for item in frame:
-                            dispatch(item)
+                        if self.batch_arrays and not stream_gathers:
+                            self._dispatch_batch(frame)
+                        else:
+                            self._dispatch_each(frame)
                     else:
                         dispatch(frame)
                     if budget == 0:
@@ -444,6 +467,7 @@ class Peer:
         self._queue_send.close()
         self._notif_send.close()
         self._outbox_send.close()
+        self._batches.clear()
         pending, self._pending = self._pending, {}
         for reply in pending.values():
             # One outcome (and exception) per caller: an outcome unwraps once.
@@ -465,6 +489,25 @@ class Peer:
             self._dispatch(msg)
             return True
         return False  # unmatched: the read loop accounts for it
+
+    def _dispatch_each(self, items: list[Any]) -> None:
+        for item in items:
+            self._dispatch(item)
+
+    def _dispatch_batch(self, items: list[Any]) -> None:
+        """A JSON-RPC batch: its requests are admitted together and answered
+        with one array once the last of them is done (in the order they
+        finish; a cancelled one has no answer in it, a batch of notifications
+        none at all). Immediate error answers (invalid items, overload) join
+        the array."""
+        batch = _Batch()
+        self._current_batch = batch
+        try:
+            self._dispatch_each(items)
+        finally:
+            self._current_batch = None
+        if not batch.waiting and batch.replies:
+            self._send_nowait(batch.replies)
 
     def _dispatch(self, msg: Any) -> None:
         kind = type(msg)
@@ -503,6 +546,10 @@ class Peer:
         except trio.ClosedResourceError:
             return  # shutting down
         self._inflight[ident] = _Slot(req.method not in NON_CANCELLABLE)
+        batch = self._current_batch
+        if batch is not None:
+            batch.waiting.add(ident)
+            self._batches[ident] = batch
         if self._idle > 0:
             self._idle -= 1
         elif self._workers < self.limits.max_concurrent_handlers and self._nursery is not None:
@@ -562,6 +609,28 @@ class Peer:
         return True
 
     def _reply_nowait(self, msg: Any) -> None:
+        """An answer the read loop gives at once (part of the batch being read, if any)."""
+        batch = self._current_batch
+        if batch is not None:
+            batch.replies.append(msg)
+            return
+        self._send_nowait(msg)
+
+    def _settle(self, ident: int | str, reply: Any) -> Any:
+        """What to send now for request ``ident`` finishing with ``reply``
+        (None: no answer): the reply itself, nothing (None) while the rest of
+        its batch runs, or the batch's whole array once this was its last."""
+        batch = self._batches.pop(ident, None)
+        if batch is None:
+            return reply
+        batch.waiting.discard(ident)
+        if reply is not None:
+            batch.replies.append(reply)
+        if batch.waiting or not batch.replies:
+            return None
+        return batch.replies
+
+    def _send_nowait(self, msg: Any) -> None:
         try:
             self._outbox_send.send_nowait(msg)
         except trio.WouldBlock:
@@ -613,6 +682,9 @@ class Peer:
         slot = self._inflight.get(ident)
         if slot is None or slot.cancelled:
             self._inflight.pop(ident, None)
+            last = self._settle(ident, None)
+            if last is not None:
+                self._send_nowait(last)  # the rest of its batch, answered before
             return
         self._running += 1
         # The handler's messages (and the response) relate to this request;
@@ -645,11 +717,19 @@ class Peer:
             self._running -= 1
             slot.scope = None
             self._inflight.pop(ident, None)
+            if reply is None or slot.cancelled:
+                # A cancelled request is never answered (the rest of its batch is).
+                last = self._settle(ident, None)
+                if last is not None:
+                    self._send_nowait(last)
         if slot.cancelled or reply is None:
-            return  # a cancelled request is never answered
+            return
         self._served += 1
+        out = self._settle(ident, reply)
+        if out is None:
+            return  # its batch is answered when the last of it is done
         try:
-            await self.stream.send(reply)
+            await self.stream.send(out)
         except TransportError:
             pass  # the read loop sees the broken transport and shuts down
         except Exception as exc:
@@ -657,9 +737,9 @@ class Peer:
             # something the codec cannot write): answer -32603 rather than
             # let one handler's result take the whole session down.
             log.exception("%s: could not send the answer to %s", self.name, req.method)
-            fallback = InternalError(f"could not encode the answer to {req.method}: {describe(exc)}")
+            fallback = _encodable(out, f"could not encode the answer to {req.method}: {describe(exc)}")
             try:
-                await self.stream.send(error_response(ident, fallback))
+                await self.stream.send(fallback)
             except TransportError:
                 pass
 
@@ -873,6 +953,21 @@ class Peer:
 
     def __repr__(self) -> str:
         return f"<Peer {self.name} {'closed' if self.closed else 'open'}>"
+
+
+def _encodable(out: Any, problem: str) -> Any:
+    """``out`` (an answer, or a batch's array of them) with every answer the
+    codec cannot write replaced by a -32603 error."""
+    if type(out) is not list:
+        return error_response(out.id, InternalError(problem))
+    fixed = []
+    for reply in out:
+        try:
+            encode(reply)
+            fixed.append(reply)
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+            fixed.append(error_response(reply.id, InternalError(problem)))
+    return fixed
 
 
 def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any:

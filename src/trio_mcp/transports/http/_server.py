@@ -641,6 +641,10 @@ class HttpSessionStream:
     end. ``receive`` yields the frames of POST bodies; ``send`` routes
     (see the module documentation)."""
 
+    #: The answers of a batch POST are gathered by its response stream, not
+    #: by the peer (see :meth:`~trio_mcp.actors.Peer.run`).
+    answers_batches = True
+
     def __init__(self, app: StreamableHttpApp, session_id: str | None) -> None:
         self.app = app
         self.settings = app.settings
