@@ -24,9 +24,15 @@ id comes back in ``Mcp-Session-Id`` and every later request must carry it
 initializes again). ``MCP-Protocol-Version`` is checked on every later
 request (``400`` for a version this server does not speak; absent means
 the negotiated one). Stateless requests of the 2026-07-28 era (version in
-the header or in ``_meta``, no session id) are served by a fresh session
-that lives as long as that one POST; everything it sends travels on that
-POST's stream (``subscriptions/listen`` notifications, for instance).
+the header or in ``_meta``, no session id) are served in the POST's own
+ASGI task by the app's one stateless server session (no session actor per
+request; :meth:`~trio_mcp.actors.Peer.serve_inline`): the handler's
+notifications go on that POST's stream (JSON-only answers drop them, and
+count them), the client going away cancels the handler, and a
+server-to-client request fails it at once. ``subscriptions/listen``, and
+every stateless request of an app made per session, gets a fresh session
+that lives as long as that one POST, everything it sends travelling on
+that POST's stream.
 Their headers must mirror the body (``Mcp-Method``, ``Mcp-Name``…; a
 ``tools/call`` also the ``Mcp-Param-*`` of the tool's ``x-mcp-header``
 annotations, checked against the input schema the app lists for that tool):
