@@ -13,8 +13,18 @@ import httpx
 import pytest
 import trio
 
-from trio_mcp.protocol import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
-from trio_mcp.server import Context, MCPServer
+from trio_mcp.protocol import (
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
+    PaginatedRequestParams,
+    PromptMessage,
+    TextContent,
+)
+from trio_mcp.server import Context, LowLevelServer, MCPServer
 
 from .test_http_server import (
     ACCEPT_BOTH,
@@ -183,3 +193,26 @@ async def test_stopping_the_server_cancels_stateless_requests_in_flight() -> Non
             await server.asgi.wait_responses_done()
             assert app.cancelled.is_set()
     assert len(outcome) == 1
+
+
+async def test_a_handler_registered_later_is_served_statelessly_too() -> None:
+    app = LowLevelServer("later")
+
+    async def get_prompt(ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:
+        return GetPromptResult(messages=[PromptMessage(role="user", content=TextContent(text=params.name))])
+
+    async with serving(app) as (_, url), http() as client:
+        meta = {META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: {}}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "p", "_meta": meta}})
+        headers = {**ACCEPT_BOTH, "mcp-protocol-version": MODERN, "mcp-method": "prompts/get", "mcp-name": "p"}
+        before = await client.post(url, content=body, headers=headers)
+        assert before.json()["error"]["code"] == -32601  # no prompts yet
+        app.set_request_handler("prompts/get", GetPromptRequestParams, get_prompt)
+        app.set_request_handler("prompts/list", PaginatedRequestParams, list_nothing)
+        after = await client.post(url, content=body, headers=headers)
+        assert after.status_code == 200
+        assert after.json()["result"]["messages"][0]["content"]["text"] == "p"
+
+
+async def list_nothing(ctx: Context, params: Any) -> ListPromptsResult:
+    return ListPromptsResult(prompts=[])

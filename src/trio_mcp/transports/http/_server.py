@@ -949,6 +949,7 @@ class StreamableHttpApp(AsgiApp):
         self._pumps_done = trio.Event()
         #: The server session serving stateless requests inline (see _post_inline).
         self._stateless: Any = None
+        self._stateless_methods: tuple[str, ...] = ()
         #: Stateless requests being answered inline (cancelled when the server stops).
         self._inline_answers: set[_InlineAnswer] = set()
         #: Per app: (its ``tools`` list, name -> Tool, or (annotations or None, input
@@ -1401,12 +1402,16 @@ class StreamableHttpApp(AsgiApp):
     def _stateless_server(self) -> Any:
         """The server session of the shared app that serves stateless requests
         in their own ASGI tasks (made on first use)."""
+        app = self._shared
+        methods = tuple(app.request_handlers)
         server = self._stateless
-        if server is None:
+        if server is None or methods != self._stateless_methods:
+            # A new one when the app's handlers change: a session works out
+            # the capabilities it declares (and gates) once.
             from ...actors._server import ServerSession
 
-            app = self._shared
             server = self._stateless = ServerSession(app, _NoWire(), limits=app.limits, name="http:stateless")
+            self._stateless_methods = methods
         return server
 
     async def _post_session(
