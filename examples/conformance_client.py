@@ -22,7 +22,11 @@ Scenarios (what the client does):
   :class:`~trio_mcp.auth.OAuthClientAuth` (headless: the mock authorization
   server redirects straight back with a code), with the pre-registered
   client of ``MCP_CONFORMANCE_CONTEXT`` when it names one and the Client ID
-  Metadata Document URL the suite expects.
+  Metadata Document URL the suite expects. ``auth/client-credentials-basic``
+  and ``auth/client-credentials-jwt`` use the client_credentials grant
+  (:class:`~trio_mcp.auth.ClientCredentials`) with the context's
+  ``client_id`` and ``client_secret``, or ``private_key_pem`` and
+  ``signing_algorithm`` (``private_key_jwt``).
 - ``elicitation-sep1034-client-defaults``: wait for the GET stream (that
   server sends its elicitation request there, not on the call's stream), call
   ``test_client_elicitation_defaults``; the elicitation handler accepts with
@@ -56,7 +60,7 @@ import trio
 from msgspec import UNSET
 
 from trio_mcp import ClientSession, open_session
-from trio_mcp.auth import ClientInformation, ClientMetadata, OAuthClientAuth
+from trio_mcp.auth import ClientCredentials, ClientInformation, ClientMetadata, OAuthClientAuth
 from trio_mcp.protocol import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
@@ -242,9 +246,26 @@ async def schema_preservation(session: ClientSession) -> None:
     await session.call_tool("json_schema_echo", {"schema": schema})
 
 
-def oauth_for(url: str, context: dict[str, Any]) -> OAuthClientAuth:
+def client_credentials_for(context: dict[str, Any]) -> ClientCredentials:
+    """The machine client of ``auth/client-credentials-*``, from the context."""
+    if not context.get("client_id"):
+        raise ScenarioFailed("MCP_CONFORMANCE_CONTEXT names no client_id")
+    if context.get("private_key_pem"):
+        return ClientCredentials(
+            client_id=context["client_id"], private_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm") or "ES256",
+        )
+    if context.get("client_secret"):
+        return ClientCredentials(client_id=context["client_id"], client_secret=context["client_secret"])
+    raise ScenarioFailed("MCP_CONFORMANCE_CONTEXT has neither a client_secret nor a private_key_pem")
+
+
+def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuthClientAuth:
     """The OAuth client of the ``auth/*`` scenarios (``auth/pre-registration``
-    names its pre-registered client in the context)."""
+    names its pre-registered client in the context; ``auth/client-credentials-*``
+    their machine client)."""
+    if scenario.startswith("auth/client-credentials-"):
+        return OAuthClientAuth(url, client_credentials=client_credentials_for(context))
     clients = {}
     if context.get("client_id") and context.get("issuer"):
         clients[context["issuer"]] = ClientInformation(
@@ -278,7 +299,7 @@ async def run_scenario(scenario: str, url: str, era: str, context: dict[str, Any
         "sampling_handler": handlers.sample,
         "roots": ROOTS,
     }
-    http = httpx.AsyncClient(auth=oauth_for(url, context)) if scenario.startswith("auth/") else None
+    http = httpx.AsyncClient(auth=oauth_for(url, scenario, context)) if scenario.startswith("auth/") else None
     async with http or nullcontext(), connect(url, http, **options) as (session, stream):
         if scenario in USES_GET_STREAM:
             # The GET stream opens in the background after the handshake; these

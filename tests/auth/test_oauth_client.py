@@ -301,6 +301,13 @@ class FakeAuthServer:
             return (form["client_id"] if ok else None), "client_secret_post"
         return form.get("client_id"), "none"
 
+    def _other_grant(
+        self, grant_type: str | None, form: dict[str, str]
+    ) -> tuple[list[str], str | None] | None:
+        """(requested scopes, resource) of another grant than the code and refresh
+        ones (None: unsupported)."""
+        return None
+
     async def _token(self, scope: Scope, body: bytes, send: Send) -> None:
         form = dict(parse_qsl(body.decode()))
         client_id, used = self._client_of(scope, form)
@@ -349,8 +356,11 @@ class FakeAuthServer:
             requested = old.scopes
             resource = form.get("resource")
         else:
-            await respond(send, 400, {"error": "unsupported_grant_type"})
-            return
+            other = self._other_grant(grant_type, form)
+            if other is None:
+                await respond(send, 400, {"error": "unsupported_grant_type"})
+                return
+            requested, resource = other
         granted = [s for s in requested if self.grant_only is None or s in self.grant_only]
         grant = Grant(client_id=client_id, scopes=granted, resource=resource, issuer=self.issuer)
         access = self._next("at")

@@ -5,8 +5,11 @@
   each, no baseline (so the client's own exit status and WARNING checks
   count): each must exit 0.
 * 0.2.0-alpha.12 ``client --requirements 2026-07-28`` (stateless era), with a
-  baseline listing the authorization extensions: exit 0, one test per
-  scenario, one strict xfail per known gap.
+  baseline listing the authorization extensions left out: exit 0, one test
+  per scenario, one strict xfail per known gap.
+* 0.2.0-alpha.12 ``client --scenario S`` for the client_credentials
+  extension scenarios (``auth/client-credentials-basic``, ``-jwt``), one
+  suite run each with the baseline: each must exit 0.
 * Our client with ``era="auto"`` against two real servers over stdio: the
   SDK-based ``mcp-server-time`` answers ``server/discover`` (2026-07-28),
   ``@modelcontextprotocol/server-everything`` does not (handshake era).
@@ -181,10 +184,16 @@ AUTH_REFUSALS = {
 }
 
 
-#: Authorization extensions (listed in baseline-client-2026-07-28.yml).
-AUTH_EXTENSIONS = (
+#: The client_credentials extension (``io.modelcontextprotocol/oauth-client-credentials``),
+#: which trio-mcp implements (:class:`trio_mcp.auth.ClientCredentials`): not scored
+#: by the requirement run, tested like the scored scenarios all the same.
+CLIENT_CREDENTIALS = (
     "auth/client-credentials-jwt",
     "auth/client-credentials-basic",
+)
+
+#: Authorization extensions left out (listed in baseline-client-2026-07-28.yml).
+AUTH_EXTENSIONS = (
     "auth/enterprise-managed-authorization",
     "auth/dpop",
     "auth/dpop-nonce",
@@ -203,7 +212,7 @@ V2026 = Plan(
         "http-invalid-tool-headers",
         "json-schema-ref-no-deref",
     ),
-    unscored=("json-schema-2020-12-preservation",),
+    unscored=("json-schema-2020-12-preservation", *CLIENT_CREDENTIALS),
     extensions=AUTH_EXTENSIONS,
 )
 
@@ -338,6 +347,48 @@ def test_2026_auth_client_identity_details(run_2026: SuiteRun) -> None:
         assert seen["actualAuthMethod"] == method, seen
     migration = details(run_2026, "auth/authorization-server-migration", "sep-2352-no-reuse-on-as-change")
     assert (migration["seenAtAuthorize"], migration["seenAtToken"]) == (False, False), migration
+
+
+def test_2026_client_credentials_details(run_2026: SuiteRun) -> None:
+    """The client_credentials grant with each client authentication, as the suite saw it."""
+    basic = details(run_2026, "auth/client-credentials-basic", "client-credentials-basic-auth")
+    assert basic["clientId"] == "conformance-test-client", basic
+    jwt = details(run_2026, "auth/client-credentials-jwt", "client-credentials-jwt-verified")
+    assert jwt["iss"] == jwt["sub"] == "conformance-test-client", jwt
+    assert re.fullmatch(r"http://localhost:\d+", jwt["aud"]), jwt  # the issuer identifier
+    for scenario in CLIENT_CREDENTIALS:
+        assert run_2026.status(scenario, "client-credentials-grant-type") == "MISSING"  # never another grant
+        assert run_2026.status(scenario, "token-request") == "SUCCESS"
+
+
+@pytest.fixture(scope="module")
+def runs_client_credentials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SuiteRun]:
+    """One 0.2 suite run per client_credentials scenario, with the baseline (so a
+    baselined scenario that passes, a WARNING or the client's exit status fail it)."""
+    command = client_command()
+    return {
+        scenario: run_suite(
+            "0.2",
+            [
+                "client", "--command", command, "--scenario", scenario, "--timeout", CLIENT_TIMEOUT_MS,
+                "--expected-failures", str(HERE / "baseline-client-2026-07-28.yml"),
+            ],
+            tmp_path_factory.mktemp("ccred"),
+            timeout=SCENARIO_RUN_TIMEOUT,
+        )
+        for scenario in CLIENT_CREDENTIALS
+    }
+
+
+@pytest.mark.parametrize("scenario", CLIENT_CREDENTIALS)
+def test_client_credentials_scenario_run(runs_client_credentials: dict[str, SuiteRun], scenario: str) -> None:
+    run = runs_client_credentials[scenario]
+    assert "Client exited with code" not in run.output, run.output[-3000:]
+    assert run.returncode == 0, f"{run.describe()}; output tail:\n{run.output[-3000:]}"
+    assert_reported(run, Plan(key="0.2", scenarios=(scenario,)))
+    assert_scenario_passes(run, Plan(key="0.2", scenarios=(scenario,)), scenario)
+    assert f"conformance client: {scenario} " in run.client_stderr.get(scenario, "")
+    assert run.client_stderr[scenario].rstrip().endswith("done"), run.client_stderr[scenario][-2000:]
 
 
 def test_2026_no_network_ref_fetched(run_2026: SuiteRun) -> None:

@@ -8,21 +8,28 @@ metadata (RFC 9728), authorization server metadata (RFC 8414 / OpenID
 discovery), a client identity (pre-registered, Client ID Metadata Document,
 or dynamic client registration, RFC 7591) and the authorization code flow
 with PKCE (S256), ``resource`` (RFC 8707) and ``iss`` (RFC 9207) checks;
-refreshed when it expires; stepped up on ``403 insufficient_scope``::
+refreshed when it expires; stepped up on ``403 insufficient_scope``. A
+machine-to-machine client gives :class:`ClientCredentials` instead and gets
+its tokens with the client_credentials grant (``client_secret_basic`` /
+``client_secret_post``, or ``private_key_jwt``: an RFC 7523 client assertion)::
 
     auth = OAuthClientAuth(url, client_metadata=ClientMetadata(client_name="my-app"),
                            authorization_handler=my_browser_handler)
     async with httpx.AsyncClient(auth=auth) as http:
         stream = await nursery.start(StreamableHttpTransport(url, http_client=http).run)
 
+    machine = OAuthClientAuth(url, client_credentials=ClientCredentials(client_id="svc", private_key=pem))
+
 Pluggable: where tokens and registrations are kept (:class:`TokenStorage`,
 in memory by default) and how the user authorizes
 (:class:`AuthorizationHandler`; :class:`FollowRedirectHandler` by default, for
 headless use and tests). Failures are :class:`OAuthError` subclasses (each an
-``httpx.HTTPError``).
+``httpx.HTTPError``); a configuration that cannot work raises
+:class:`ClientCredentialsConfigError` (a ``ValueError``) when it is built.
 """
 
 from ._client import OAuthClientAuth, OAuthClientSettings
+from ._credentials import ClientCredentials, ClientCredentialsConfigError
 from ._errors import (
     AuthorizationResponseError,
     DiscoveryError,
@@ -44,24 +51,26 @@ from ._models import (
 from ._storage import InMemoryTokenStorage, TokenStorage
 
 __all__ = [
-    "OAuthClientAuth",
-    "OAuthClientSettings",
-    "ClientMetadata",
-    "ClientInformation",
-    "OAuthToken",
-    "ProtectedResourceMetadata",
-    "AuthorizationServerMetadata",
-    "TokenStorage",
-    "InMemoryTokenStorage",
     "AuthorizationHandler",
     "AuthorizationRequest",
-    "FollowRedirectHandler",
-    "OAuthError",
-    "DiscoveryError",
-    "ResourceMismatchError",
-    "IssuerMismatchError",
-    "UnsupportedServerError",
-    "RegistrationError",
     "AuthorizationResponseError",
+    "AuthorizationServerMetadata",
+    "ClientCredentials",
+    "ClientCredentialsConfigError",
+    "ClientInformation",
+    "ClientMetadata",
+    "DiscoveryError",
+    "FollowRedirectHandler",
+    "InMemoryTokenStorage",
+    "IssuerMismatchError",
+    "OAuthClientAuth",
+    "OAuthClientSettings",
+    "OAuthError",
+    "OAuthToken",
+    "ProtectedResourceMetadata",
+    "RegistrationError",
+    "ResourceMismatchError",
     "TokenRequestError",
+    "TokenStorage",
+    "UnsupportedServerError",
 ]

@@ -11,7 +11,9 @@ one MCP server and, when the server answers
   identity (pre-registered, Client ID Metadata Document, or dynamic client
   registration), refreshes the token when it can and otherwise runs the
   authorization code flow (PKCE, ``state``, ``resource``, the RFC 9207
-  ``iss`` check), then resends the request once;
+  ``iss`` check) -- or, given :class:`ClientCredentials`, the
+  client_credentials grant (machine to machine: no browser, no redirect) --
+  then resends the request once;
 * ``403`` with ``error="insufficient_scope"``: re-authorizes with the union
   of the scopes requested so far and the challenged ones (when that asks
   for anything new), at most ``max_step_ups`` times per request.
@@ -42,6 +44,7 @@ import httpx
 import msgspec
 import trio
 
+from ._credentials import CLIENT_ASSERTION_TYPE, ClientCredentials, ClientCredentialsConfigError
 from ._discovery import (
     Challenge,
     as_metadata_urls,
@@ -82,6 +85,8 @@ log = logging.getLogger("trio_mcp.auth")
 _T = TypeVar("_T")
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 _KNOWN_METHODS = (*_SECRET_METHODS, "none")
+#: How a client_credentials client may authenticate (never ``none``).
+_CREDENTIALS_METHODS = (*_SECRET_METHODS, "private_key_jwt")
 
 
 @attrs.frozen(kw_only=True)
@@ -152,6 +157,10 @@ class OAuthClientAuth(httpx.Auth):
       token) when the authorization server lists it in ``scopes_supported``.
     * ``http_client``: the client for OAuth requests (metadata, registration,
       tokens); default: a short-lived one per flow. Never this auth's own client.
+    * ``client_credentials``: authorize as this client with the
+      client_credentials grant instead of the authorization code flow (no
+      user: no ``authorization_handler``, ``clients`` or ``client_metadata_url``);
+      a new token is requested whenever the old one expires or is rejected.
     """
 
     requires_request_body = True
@@ -169,7 +178,22 @@ class OAuthClientAuth(httpx.Auth):
         request_offline_access: bool = True,
         http_client: httpx.AsyncClient | None = None,
         settings: OAuthClientSettings | None = None,
+        client_credentials: ClientCredentials | None = None,
     ) -> None:
+        if client_credentials is not None:
+            if not isinstance(client_credentials, ClientCredentials):
+                raise ClientCredentialsConfigError("client_credentials must be a ClientCredentials")
+            extra = [
+                name for name, value in (
+                    ("authorization_handler", authorization_handler), ("clients", clients),
+                    ("client_metadata_url", client_metadata_url),
+                ) if value
+            ]
+            if extra:
+                raise ClientCredentialsConfigError(
+                    f"client_credentials authorizes without a user: {', '.join(extra)} cannot be used with it"
+                )
+        self.client_credentials = client_credentials
         self.server_url = canonical_server_url(server_url)
         self.handler: AuthorizationHandler = authorization_handler or FollowRedirectHandler()
         self.storage: TokenStorage = storage if storage is not None else InMemoryTokenStorage()
@@ -288,7 +312,16 @@ class OAuthClientAuth(httpx.Auth):
             tokens = self._tokens
             if tokens is not None and tokens.expired(self.settings.expiry_margin):
                 context = self._context
-                if not tokens.refresh_token:
+                if (
+                    not tokens.refresh_token
+                    and self.client_credentials is not None
+                    and context is not None
+                    and context.issuer == tokens.issuer
+                ):
+                    # (a failure is raised out of this request: a 401 would only ask again)
+                    async with self._http() as http:
+                        await self._client_credentials_grant(http, context, self._requested or tokens.scopes)
+                elif not tokens.refresh_token:
                     self._set_tokens(None)
                 elif context is not None and context.issuer == tokens.issuer:
                     try:
@@ -366,7 +399,7 @@ class OAuthClientAuth(httpx.Auth):
                     return
                 except TokenRequestError as exc:
                     log.info("token refresh refused (%s); authorizing again", exc.error or exc)
-            await self._authorize(http, context, self._scopes_for(challenge, context))
+            await self._obtain(http, context, self._scopes_for(challenge, context))
 
     async def _step_up(self, challenge: Challenge) -> None:
         """After a 403 insufficient_scope: authorize again with the union of scopes."""
@@ -376,6 +409,13 @@ class OAuthClientAuth(httpx.Auth):
             before = self._requested or (tokens.scopes if tokens is not None else [])
             scopes = _union(before, challenge.scopes)
             log.info("step-up authorization for scope %r", " ".join(scopes))
+            await self._obtain(http, context, scopes)
+
+    async def _obtain(self, http: httpx.AsyncClient, context: _Context, scopes: list[str]) -> None:
+        """New tokens for ``scopes``: the client_credentials grant or the authorization code flow."""
+        if self.client_credentials is not None:
+            await self._client_credentials_grant(http, context, scopes)
+        else:
             await self._authorize(http, context, scopes)
 
     def _scopes_for(self, challenge: Challenge, context: _Context) -> list[str]:
@@ -459,6 +499,44 @@ class OAuthClientAuth(httpx.Auth):
         self._context = context
         await self._store(tokens)
 
+    async def _client_credentials_grant(
+        self, http: httpx.AsyncClient, context: _Context, scopes: list[str]
+    ) -> None:
+        """OAuth 2.1 §4.2: the client authenticates and asks for a token for itself."""
+        assert self.client_credentials is not None
+        metadata = context.metadata
+        grants = metadata.grant_types_supported
+        if grants is not None and "client_credentials" not in grants:
+            raise UnsupportedServerError(
+                f"the authorization server {context.issuer} does not offer the client_credentials grant "
+                f"(grant_types_supported: {grants})"
+            )
+        client = self.client_credentials.client_information()
+        method = _auth_method(client, metadata)
+        supported = metadata.token_endpoint_auth_methods_supported
+        if method not in _CREDENTIALS_METHODS or (supported is not None and method not in supported):
+            raise UnsupportedServerError(
+                f"the authorization server {context.issuer} does not accept {method} at its token endpoint "
+                f"(token_endpoint_auth_methods_supported: {supported})"
+            )
+        if method == "private_key_jwt":
+            algorithm = self.client_credentials.signing_algorithm
+            algorithms = metadata.token_endpoint_auth_signing_alg_values_supported
+            if algorithms and algorithm not in algorithms:
+                raise UnsupportedServerError(
+                    f"the authorization server {context.issuer} does not accept {algorithm} client "
+                    f"assertions (token_endpoint_auth_signing_alg_values_supported: {algorithms})"
+                )
+        scope = " ".join(scopes) or None
+        form = {"grant_type": "client_credentials", "resource": context.resource}
+        if scope is not None:
+            form["scope"] = scope
+        log.info("client_credentials grant at %s (scope %r, %s)", context.issuer, scope, method)
+        tokens = await self._token_request(http, context, client, form, requested_scope=scope)
+        self._requested = list(scopes)
+        self._context = context
+        await self._store(tokens)
+
     async def _refresh(self, http: httpx.AsyncClient, context: _Context, tokens: OAuthToken) -> None:
         assert tokens.refresh_token is not None
         client = await self._client_for(http, context)
@@ -538,7 +616,11 @@ class OAuthClientAuth(httpx.Auth):
                 f"not {issuer!r} (the issuer its well-known URL was built from)",
                 expected=issuer, received=metadata.issuer,
             )
-        if not metadata.authorization_endpoint or not metadata.token_endpoint:
+        if self.client_credentials is not None:
+            # (no user, no browser: neither an authorization endpoint nor PKCE is needed)
+            if not metadata.token_endpoint:
+                raise DiscoveryError(f"the metadata of {issuer} lacks the token endpoint")
+        elif not metadata.authorization_endpoint or not metadata.token_endpoint:
             raise DiscoveryError(f"the metadata of {issuer} lacks the authorization or the token endpoint")
         for what, url in (
             ("authorization endpoint", metadata.authorization_endpoint),
@@ -547,7 +629,8 @@ class OAuthClientAuth(httpx.Auth):
         ):
             if url is not None:
                 self._check_secure(url, what)
-        if "S256" not in (metadata.code_challenge_methods_supported or []):
+        pkce = metadata.code_challenge_methods_supported or []
+        if self.client_credentials is None and "S256" not in pkce:
             raise UnsupportedServerError(
                 f"the authorization server {issuer} does not advertise PKCE with S256 "
                 "(code_challenge_methods_supported): refusing to authorize"
@@ -611,7 +694,10 @@ class OAuthClientAuth(httpx.Auth):
 
     async def _client_for(self, http: httpx.AsyncClient, context: _Context) -> ClientInformation:
         """Pre-registered, else stored, else a Client ID Metadata Document URL,
-        else dynamic client registration."""
+        else dynamic client registration (the configured client for the
+        client_credentials grant)."""
+        if self.client_credentials is not None:
+            return self.client_credentials.client_information()
         issuer = context.issuer
         preregistered = self.clients.get(issuer)
         if preregistered is not None:
@@ -696,6 +782,15 @@ class OAuthClientAuth(httpx.Auth):
             form["client_secret"] = client.client_secret
         elif method == "none":
             form["client_id"] = client.client_id
+        elif method == "private_key_jwt" and self.client_credentials is not None:
+            credentials = self.client_credentials
+            audience = context.issuer if credentials.assertion_audience == "issuer" else endpoint
+            try:
+                assertion = credentials.assertion(audience)
+            except (ValueError, TypeError) as exc:  # (the key loaded at configuration: not expected)
+                raise OAuthError(f"could not sign the client assertion: {type(exc).__name__}") from None
+            form["client_assertion_type"] = CLIENT_ASSERTION_TYPE
+            form["client_assertion"] = assertion
         else:
             raise UnsupportedServerError(f"token endpoint authentication method {method!r} is not supported")
         try:

@@ -13,11 +13,11 @@ from typing import Any
 import msgspec
 
 __all__ = [
-    "ProtectedResourceMetadata",
     "AuthorizationServerMetadata",
-    "ClientMetadata",
     "ClientInformation",
+    "ClientMetadata",
     "OAuthToken",
+    "ProtectedResourceMetadata",
 ]
 
 
@@ -44,6 +44,8 @@ class AuthorizationServerMetadata(msgspec.Struct, kw_only=True):
     grant_types_supported: list[str] | None = None
     code_challenge_methods_supported: list[str] | None = None
     token_endpoint_auth_methods_supported: list[str] | None = None
+    #: The JWS algorithms accepted for ``private_key_jwt`` client assertions.
+    token_endpoint_auth_signing_alg_values_supported: list[str] | None = None
     #: RFC 9207: the authorization response carries ``iss``.
     authorization_response_iss_parameter_supported: bool = False
     #: The server accepts an HTTPS URL naming a Client ID Metadata Document as ``client_id``.
@@ -87,7 +89,8 @@ class ClientInformation(msgspec.Struct, kw_only=True):
     #: Seconds since the epoch; 0 or ``None``: the secret does not expire.
     client_secret_expires_at: int | None = None
     client_id_issued_at: int | None = None
-    #: ``none``, ``client_secret_basic`` or ``client_secret_post``; ``None``:
+    #: ``none``, ``client_secret_basic``, ``client_secret_post`` (or
+    #: ``private_key_jwt`` for :class:`ClientCredentials`); ``None``:
     #: chosen from what the authorization server supports.
     token_endpoint_auth_method: str | None = None
     redirect_uris: list[str] | None = None
