@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -85,23 +83,7 @@ def test_call_exit_status_on_errors() -> None:
     assert "Traceback" not in unreachable.stderr and unreachable.stderr.count("\n") == 1
 
 
-def test_run_http_then_call_it_by_url() -> None:
-    server = subprocess.Popen(
-        [*CLI, "run", EXAMPLE, "-t", "http", "--port", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
-    )
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()  # "serving … at http://127.0.0.1:PORT/mcp"
-        assert "serving" in line and "http://127.0.0.1:" in line, line
-        url = line.strip().rsplit(" ", 1)[-1]
-        out = cli("call", url, "echo", "message=over http")
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.strip() == "over http"
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
+def test_run_http_then_call_it_by_url(http_url: str) -> None:
+    out = cli("call", http_url, "echo", "message=over http")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "over http"
