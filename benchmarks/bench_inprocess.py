@@ -12,10 +12,9 @@ back-to-back by one caller (``seq``) and by ``--concurrency`` callers at once
   message objects handed across, no encoding;
 * trio-mcp ``bytes``: the same pair, every message through the JSON codec as
   on a wire;
-* trio-mcp ``inline`` (2026-07-28 era only): ``connected(mode="inline")``,
-  the zero-copy pair whose stateless requests the server session serves in
-  the caller's task (no frames, no task switch), the counterpart of the
-  SDK's direct path below;
+* trio-mcp ``inline``: ``connected(mode="inline")``, the zero-copy pair
+  whose calls the server session serves in the caller's task (no frames, no
+  task switch), the counterpart of the SDK's direct path below;
 * mcp-sdk ``legacy``: ``mcp.Client(server, mode="legacy")``, the SDK's
   in-memory transport (message objects over anyio streams) after the
   initialize handshake, run by ``benchmarks/sdk_inprocess.py`` in the SDK's
@@ -56,13 +55,9 @@ from _report import (  # noqa: E402
 IMPL = "trio-mcp"
 SDK = "mcp-sdk"
 #: Our rows: each memory mode in each protocol era (the 2026-07-28 rows are
-#: labelled "<mode> 2026" and compared with the SDK's 2026-07-28 rows). The
-#: "inline" mode differs from "zero-copy" only for stateless requests, so it
-#: has a row in the 2026-07-28 era alone.
-ERAS = (
-    ("handshake", "", ("zero-copy", "bytes")),
-    ("modern", " 2026", ("zero-copy", "bytes", "inline")),
-)
+#: labelled "<mode> 2026" and compared with the SDK's 2026-07-28 rows).
+MODES = ("zero-copy", "bytes", "inline")
+ERAS = (("handshake", "", MODES), ("modern", " 2026", MODES))
 SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
 
 

@@ -27,6 +27,8 @@ EXPECTED = {
     ("trio-mcp", "zero-copy", 64),
     ("trio-mcp", "bytes", 1),
     ("trio-mcp", "bytes", 64),
+    ("trio-mcp", "inline", 1),
+    ("trio-mcp", "inline", 64),
     ("trio-mcp", "zero-copy 2026", 1),
     ("trio-mcp", "zero-copy 2026", 64),
     ("trio-mcp", "bytes 2026", 1),
@@ -37,7 +39,7 @@ EXPECTED = {
     ("mcp-sdk", "legacy", 64),
 }
 OPTIONAL = {("mcp-sdk", "2026-07-28", 1), ("mcp-sdk", "2026-07-28", 64)}
-RATIO_KEYS = {"zero-copy seq", "zero-copy c64", "bytes seq", "bytes c64"}
+RATIO_KEYS = {"zero-copy seq", "zero-copy c64", "bytes seq", "bytes c64", "inline seq", "inline c64"}
 
 
 def test_bench_inprocess_runs_and_reports_every_row() -> None:

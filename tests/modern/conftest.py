@@ -73,8 +73,10 @@ from trio_mcp.transports import memory_pair
 from trio_mcp.transports._base import RELATED_REQUEST
 
 try:  # run from the repository root or from tests/
+    from inline_recording import recording_inline
     from schema_check import validate_definition, validate_message
 except ImportError:  # pragma: no cover
+    from tests.inline_recording import recording_inline
     from tests.schema_check import validate_definition, validate_message
 
 MODERN = V2026_07_28
@@ -405,32 +407,18 @@ class RecordingStream:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    # An "inline" pair serves stateless requests in the caller's task: the
-    # request, the handler's notifications and the answer never cross the
-    # pair, so they are recorded here, as they happen.
+    # An "inline" pair serves requests in the caller's task: recorded as served.
 
     def set_inline(self, server: Any) -> None:
         self.inner.set_inline(server)
 
     @property
     def inline(self) -> Any:
-        serve = self.inner.inline
-        if serve is None:
-            return None
-        wire = self.wire
+        return recording_inline(self.inner.inline, self.wire.record, self.side)
 
-        async def recorded(request: Any, sink: Any) -> Any:
-            wire.record("client", request)
-
-            async def recording_sink(note: Any) -> None:
-                wire.record("server", note, request.id)
-                await sink(note)
-
-            reply = await serve(request, recording_sink)
-            wire.record("server", reply, request.id)
-            return reply
-
-        return recorded
+    @property
+    def inline_in_order(self) -> Any:
+        return recording_inline(self.inner.inline_in_order, self.wire.record, self.side)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -64,11 +64,13 @@ from trio_mcp.server import LowLevelServer
 from trio_mcp.transports import memory_pair
 
 try:  # run from the repository root or from tests/
+    from inline_recording import recording_inline
     from schema_check import validate_message
 except ImportError:  # pragma: no cover
+    from tests.inline_recording import recording_inline
     from tests.schema_check import validate_message
 
-MODES = ("zero-copy", "bytes")
+MODES = ("zero-copy", "bytes", "inline")
 #: Seconds; a hang guard that a passing test never reaches.
 TIMEOUT = 10
 
@@ -398,6 +400,22 @@ class RecordingStream:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+    # An "inline" pair serves requests in the caller's task: recorded as served.
+
+    def set_inline(self, server: Any) -> None:
+        self.inner.set_inline(server)
+
+    @property
+    def inline(self) -> Any:
+        return recording_inline(self.inner.inline, self._record, self.side)
+
+    @property
+    def inline_in_order(self) -> Any:
+        return recording_inline(self.inner.inline_in_order, self._record, self.side)
+
+    def _record(self, side: str, message: Any, related: Any) -> None:
+        self.wire.record(side, message)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

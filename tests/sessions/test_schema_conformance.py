@@ -216,7 +216,7 @@ async def drive_everything(
     await wait_all_tasks_blocked()
 
 
-async def test_every_message_of_a_full_session_validates(connect, version: str) -> None:
+async def test_every_message_of_a_full_session_validates(connect, version: str, mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         state = {"hang": trio.Event(), "sampling": trio.Event()}
         app = kitchen_sink(state)
@@ -257,6 +257,10 @@ async def test_every_message_of_a_full_session_validates(connect, version: str) 
             for sender in senders
             if (kind, method) not in NOT_IMPLEMENTED and (sender, kind, method) not in NEVER_SENT
         }
+        if mode == "inline":
+            # Requests served in the caller's task are cancelled with it: no notice.
+            expected -= {("client", "notification", "notifications/cancelled"),
+                         ("server", "notification", "notifications/cancelled")}
         assert expected - seen == set(), f"never exercised: {sorted(expected - seen)}"
         assert seen - expected == set(), f"sent but not in the {version} schema: {sorted(seen - expected)}"
         # Results of every request kind were validated too.

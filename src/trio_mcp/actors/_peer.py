@@ -68,6 +68,10 @@ __all__ = [
 
 log = logging.getLogger("trio_mcp.peer")
 
+#: Requests never served inline (see :meth:`Peer.request`): ``initialize``
+#: starts the session, ``subscriptions/listen`` is a stream, not a call.
+ALWAYS_FRAMED: Final = frozenset({"initialize", "subscriptions/listen"})
+
 #: Where the notifications of a request served inline go (see :meth:`Peer.request`).
 NotificationSink = Callable[[Notification], Awaitable[None]]
 #: What serves a request inline: ``await serve(request, sink)`` -> its answer.
@@ -755,8 +759,12 @@ class Peer:
             raise TransportClosed(self._closed_reason)
         self._running += 1
         token = _INLINE_SINK.set((self, sink))
+        related = RELATED_REQUEST.set(req.id)  # as a worker does: what the handler sends relates to it
         try:
-            result = await self.dispatcher.handle_request(InboundRequest(self, req))
+            if req.method == "ping":
+                result: Any = _EMPTY_RESULT
+            else:
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))
             reply: Response | ErrorResponse = Response(id=req.id, result=result)
         except McpError as exc:
             reply = error_response(req.id, exc)
@@ -764,6 +772,7 @@ class Peer:
             log.exception("%s: handler for %s failed", self.name, req.method)
             reply = error_response(req.id, InternalError(describe(exc)))
         finally:
+            RELATED_REQUEST.reset(related)
             _INLINE_SINK.reset(token)
             self._running -= 1
         self._served += 1
@@ -805,17 +814,22 @@ class Peer:
         ``result_type`` decodes the result (else it is returned raw); an error
         answer raises the matching :class:`McpError`.
 
-        ``stateless`` says the request depends on no earlier message (a
-        2026-era request): a transport that can have the other end serve it
-        in this task (an ``"inline"`` in-memory pair) then does, with no
-        frames and no task switch; the handler's notifications reach this
-        peer in order, before the answer, and cancelling the caller cancels
-        the handler.
+        A transport that can have the other end serve a request in this task
+        (an ``"inline"`` in-memory pair) then does, with no frames and no task
+        switch: always when ``stateless`` says the request depends on no
+        earlier message (a 2026-era request), otherwise (but for
+        :data:`ALWAYS_FRAMED`) when nothing sent before it is still queued there.
+        The handler's notifications reach this peer in order, before the
+        answer, and cancelling the caller cancels the handler.
         """
         if self._closed_reason is not None:
             raise ConnectionClosed(f"connection closed: {self._closed_reason}")
         if stateless:
             serve = getattr(self.stream, "inline", None)
+            if serve is not None:
+                return await self._request_inline(serve, method, params, result_type, on_progress)
+        elif method not in ALWAYS_FRAMED:
+            serve = getattr(self.stream, "inline_in_order", None)
             if serve is not None:
                 return await self._request_inline(serve, method, params, result_type, on_progress)
         ident = self._next_id

@@ -21,8 +21,8 @@ async def connected(
     """An initialized client session talking to ``app`` over an in-memory pair.
 
     ``mode="bytes"`` sends every message through the JSON codec, as a wire
-    would; ``mode="inline"`` serves the 2026-07-28 era's stateless requests
-    in the calling task (see :mod:`trio_mcp.transports.memory`).
+    would; ``mode="inline"`` serves calls in the calling task (see
+    :mod:`trio_mcp.transports.memory`).
     """
     client_end, server_end = memory_pair(mode=mode)
     with collapse_groups():

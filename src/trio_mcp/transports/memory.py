@@ -6,12 +6,14 @@ Three modes:
   receiver's cached decoders accept instances as well as raw JSON.
   Payloads are shared, not copied: treat them as immutable.
 * ``"bytes"`` — every message is encoded and decoded exactly as on a wire.
-* ``"inline"`` — ``"zero-copy"``, and a *stateless* request (one that
-  depends on no earlier message: the 2026-07-28 era's requests) is served by
-  the other end in the sender's task, with no frame and no task switch, as
-  the official SDK's in-process client does in that era (see
-  :meth:`~trio_mcp.actors.Peer.request`). Everything else (the handshake
-  era, notifications, ``subscriptions/listen``) crosses the pair as in
+* ``"inline"`` — ``"zero-copy"``, and a request is served by the other
+  end in the sender's task, with no frame and no task switch, as the
+  official SDK's in-process client does in the 2026-07-28 era (see
+  :meth:`~trio_mcp.actors.Peer.request`): a *stateless* request (one that
+  depends on no earlier message: that era's requests) always; any other
+  request (but ``initialize``) when nothing sent before it is still queued
+  for the other end, so it overtakes nothing. Notifications,
+  ``initialize`` and ``subscriptions/listen`` cross the pair as in
   ``"zero-copy"``.
 
 When the receiving end's consumer registered a direct receiver (a
@@ -84,6 +86,16 @@ class MemoryStream:
         (``"inline"`` mode, while the other end's consumer runs), else None."""
         other = self._other
         if self.mode != "inline" or other is None:
+            return None
+        return other._inline
+
+    @property
+    def inline_in_order(self) -> Callable[..., Awaitable[Any]] | None:
+        """:attr:`inline` for any request, but only while nothing this end
+        sent is still queued for the other end (its reader waits in
+        ``receive``): a request served now overtakes nothing."""
+        other = self._other
+        if self.mode != "inline" or other is None or not other._waiting:
             return None
         return other._inline
 
