@@ -459,7 +459,9 @@ class ClientSession:
         known = cache[1].get(method)
         if known is None:
             gate = METHOD_CAPABILITY.get(method)
-            known = cache[1][method] = gate is None or _declared(caps, gate)
+            known = gate is None or _declared(caps, gate)
+            if gate is not None:  # gated methods only: a bounded set
+                cache[1][method] = known
         return known
 
     async def _call(self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None = None) -> Any:
