@@ -223,17 +223,22 @@ class ServerSession:
             )
         if method == "logging/setLevel":
             return self._set_level(request)
+        handler, params = self._resolve(request)
+        result = await handler.fn(Context(self, request), params)
+        return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
+
+    def _resolve(self, request: InboundRequest) -> tuple[Any, Any]:
+        """The app's handler of ``request`` (declared) and its decoded params."""
+        method = request.method
         handler = self.app.request_handlers.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         if method in self._undeclared:
             raise MethodNotFound(f"Method not found: {method} (capability {METHOD_CAPABILITY[method]!r} not declared)")
         try:
-            params = coerce(request.params, handler.params_type)
+            return handler, coerce(request.params, handler.params_type)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise InvalidParams(f"Invalid params for {method}: {exc}") from None
-        result = await handler.fn(Context(self, request), params)
-        return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
 
     async def _handle_modern(self, request: InboundRequest) -> Any:
         """A stateless 2026-era request: version and capabilities ride in ``_meta``."""
@@ -282,15 +287,7 @@ class ServerSession:
             raise MethodNotFound(f"Method not found: {method} (not part of protocol {version})")
         if method == "subscriptions/listen":
             return await self._listen(request, version)
-        handler = self.app.request_handlers.get(method)
-        if handler is None:
-            raise MethodNotFound(f"Method not found: {method}")
-        if method in self._undeclared:
-            raise MethodNotFound(f"Method not found: {method} (capability {METHOD_CAPABILITY[method]!r} not declared)")
-        try:
-            params = coerce(request.params, handler.params_type)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            raise InvalidParams(f"Invalid params for {method}: {exc}") from None
+        handler, params = self._resolve(request)
         try:
             modern = ModernRequest(
                 version=version,
