@@ -1,5 +1,6 @@
 """Small internal helpers shared across layers."""
 
 from ._groups import collapse_groups, describe, single
+from ._settings import check_positive, numeric_fields
 
-__all__ = ["collapse_groups", "describe", "single"]
+__all__ = ["check_positive", "collapse_groups", "describe", "numeric_fields", "single"]

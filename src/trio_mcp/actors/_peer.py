@@ -35,7 +35,7 @@ import outcome
 import trio
 from msgspec import UNSET, Struct
 
-from .._util import describe
+from .._util import check_positive, describe, numeric_fields
 from ..protocol import (
     ConnectionClosed,
     ErrorResponse,
@@ -120,9 +120,7 @@ class PeerLimits:
     close_timeout: float = 2.0
 
     def __attrs_post_init__(self) -> None:
-        for field in attrs.fields(type(self)):
-            if getattr(self, field.name) <= 0:
-                raise ValueError(f"PeerLimits.{field.name} must be positive")
+        check_positive(self, numeric_fields(self))
 
 
 @attrs.frozen

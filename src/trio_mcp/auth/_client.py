@@ -44,6 +44,7 @@ import httpx
 import msgspec
 import trio
 
+from .._util import check_positive, numeric_fields
 from ._credentials import CLIENT_ASSERTION_TYPE, ClientCredentials, ClientCredentialsConfigError
 from ._discovery import (
     Challenge,
@@ -109,10 +110,8 @@ class OAuthClientSettings:
     allow_insecure_http: bool = False
 
     def __attrs_post_init__(self) -> None:
-        for field in attrs.fields(type(self)):
-            value = getattr(self, field.name)
-            if type(value) is not bool and value < (0 if field.name == "max_step_ups" else 1e-9):
-                raise ValueError(f"OAuthClientSettings.{field.name} must be positive")
+        numbers = numeric_fields(self)
+        check_positive(self, [n for n in numbers if n != "max_step_ups"], nonnegative=["max_step_ups"])
 
 
 @attrs.frozen

@@ -96,7 +96,7 @@ import attrs
 import httpx
 import trio
 
-from .._util import collapse_groups
+from .._util import check_positive, collapse_groups
 from ..protocol import PARSE_ERROR, Frame, InvalidMessage, decode, encode, error_response
 from ._asgi import (
     AsgiApp,
@@ -180,11 +180,10 @@ class SseServerSettings:
                 raise ValueError(f"SseServerSettings.{name} must start with '/'")
         if self.sse_path == self.message_path:
             raise ValueError("sse_path and message_path must differ")
-        for name in ("max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "ping_interval"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"SseServerSettings.{name} must be positive")
-        if self.outbound_buffer < 0:
-            raise ValueError("SseServerSettings.outbound_buffer must not be negative")
+        check_positive(
+            self, ("max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "ping_interval"),
+            nonnegative=("outbound_buffer",),
+        )
 
 
 @attrs.frozen

@@ -58,7 +58,7 @@ import attrs
 import trio
 import trio_websocket
 
-from .._util import collapse_groups
+from .._util import check_positive, collapse_groups
 from ..protocol import Frame, decode, encode
 from ._base import TransportClosed, TransportError
 from .http._security import LOCAL_HOSTS, HostPolicy
@@ -285,11 +285,10 @@ class WebSocketServerSettings:
     def __attrs_post_init__(self) -> None:
         if self.path is not None and not self.path.startswith("/"):
             raise ValueError("path must start with '/' (or be None: any path)")
-        for name in ("max_message_size", "max_connections", "receive_queue", "handshake_timeout", "close_timeout"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"WebSocketServerSettings.{name} must be positive")
-        if self.send_buffer < 0:
-            raise ValueError("WebSocketServerSettings.send_buffer must not be negative")
+        check_positive(
+            self, ("max_message_size", "max_connections", "receive_queue", "handshake_timeout", "close_timeout"),
+            nonnegative=("send_buffer",),
+        )
 
 
 @attrs.frozen

@@ -41,7 +41,7 @@ import msgspec
 import trio
 from msgspec import Struct
 
-from ..._util import describe
+from ..._util import check_positive, describe, numeric_fields
 from ...protocol import (
     ErrorResponse,
     Frame,
@@ -97,10 +97,7 @@ class HttpClientSettings:
     open_get_stream: bool = True
 
     def __attrs_post_init__(self) -> None:
-        for field in attrs.fields(type(self)):
-            value = getattr(self, field.name)
-            if type(value) is not bool and value <= 0:
-                raise ValueError(f"HttpClientSettings.{field.name} must be positive")
+        check_positive(self, numeric_fields(self))
 
 
 class _InitResult(Struct):

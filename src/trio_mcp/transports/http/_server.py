@@ -109,6 +109,7 @@ import msgspec
 import trio
 from msgspec import Struct
 
+from ..._util import check_positive
 from ...protocol import (
     HANDSHAKE_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -299,13 +300,11 @@ class HttpServerSettings:
     def __attrs_post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError("path must start with '/'")
-        for name in (
+        check_positive(self, (
             "max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "sse_buffer",
             "write_timeout", "standalone_backlog", "ping_interval", "retry_interval", "store_timeout",
             "completed_stream_retention",
-        ):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"HttpServerSettings.{name} must be positive")
+        ))
         if self.session_idle_timeout is not None and self.session_idle_timeout <= 0:
             raise ValueError("HttpServerSettings.session_idle_timeout must be positive or None")
 
