@@ -90,6 +90,9 @@ class TransportPair:
     buffered_messages: int = 0
     #: ``wait_all_tasks_blocked`` cushion, for progress made elsewhere.
     settle: float = 0.0
+    #: Directions the backpressure check runs in: "a->b" (the first stream
+    #: writes, the second stops reading) and/or "b->a".
+    backpressure: tuple[str, ...] = ("a->b",)
 
     def in_flight_bound(self, message_bytes: int) -> int:
         """Most sends that may complete while nobody reads."""
@@ -168,6 +171,20 @@ def _socket_stream(conn: trio.socket.SocketType) -> StdioStream:
     return StdioStream(fd, fd, name="relay-peer")
 
 
+def _websocket_pair() -> AbstractAsyncContextManager[Pair]:
+    from .test_websocket import capture_pair
+
+    return capture_pair(max_message_size=8 << 20)  # type: ignore[return-value]
+
+
+def _sse_pair() -> AbstractAsyncContextManager[Pair]:
+    from .test_sse import capture_pair
+
+    return capture_pair(  # type: ignore[return-value]
+        max_body_size=8 << 20, inbound_queue=16, outbound_buffer=16, receive_buffer=16
+    )
+
+
 PAIRS = [
     TransportPair("memory-zero-copy", lambda: _memory_pair("zero-copy"), buffered_messages=DEFAULT_MEMORY_BUFFER),
     TransportPair("memory-bytes", lambda: _memory_pair("bytes"), buffered_messages=DEFAULT_MEMORY_BUFFER),
@@ -175,7 +192,22 @@ PAIRS = [
     TransportPair("stdio-pipes", _stdio_pipe_pair, buffered_bytes=1 << 20),
     # stdin pipe + relay buffers (one read chunk, one line) + socket buffers.
     TransportPair("stdio-subprocess", _stdio_subprocess_pair, buffered_bytes=4 << 20, settle=0.25),
+    # writer queue + trio-websocket's receive queue + the loopback socket buffers
+    TransportPair(
+        "websocket", _websocket_pair, buffered_messages=2 * 8 + 4 + 2, buffered_bytes=8 << 20, settle=0.2,
+        backpressure=("a->b", "b->a"),
+    ),
+    # one direction: the inbound queue and the POST in flight; the other: the
+    # outbound queue, the client's receive queue, one chunk in flight and the
+    # loopback socket buffers. The POST direction (one HTTP request per
+    # message) has its own, shorter check in test_sse.py.
+    TransportPair(
+        "sse", _sse_pair, buffered_messages=16 + 16 + 4, buffered_bytes=8 << 20, settle=0.2,
+        backpressure=("b->a",),
+    ),
 ]
+PAIR_BY_ID = {p.id: p for p in PAIRS}
+BACKPRESSURE = [(p, direction) for p in PAIRS for direction in p.backpressure]
 
 
 @pytest.fixture(params=PAIRS, ids=[p.id for p in PAIRS])
@@ -411,8 +443,11 @@ async def test_end_of_stream_fails_pending_peer_calls(pair: Pair) -> None:
         await peer.aclose()
 
 
-async def test_backpressure(spec: TransportPair, pair: Pair) -> None:
-    a, b = pair
+@pytest.mark.parametrize(
+    ("spec", "direction"), BACKPRESSURE, indirect=["spec"], ids=[f"{p.id}-{d}" for p, d in BACKPRESSURE]
+)
+async def test_backpressure(spec: TransportPair, pair: Pair, direction: str) -> None:
+    a, b = pair if direction == "a->b" else (pair[1], pair[0])
     pad = 4096
     n = 4000  # 16 MiB: far more than any transport may buffer
     sent = 0

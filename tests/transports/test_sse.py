@@ -1,8 +1,8 @@
 """The legacy HTTP+SSE transport: a full client/server stack over hypercorn,
 the HTTP rules (status codes, session ids, DNS-rebinding protection,
 keep-alive comments), the client's handling of odd servers, shutdown and
-close in both directions, backpressure from a slow reader, and the
-transport conformance checks (``test_conformance``) over an SSE pair.
+close in both directions, backpressure from a slow POSTing client, and the
+SSE pair that the transport conformance checks (``test_conformance``) run over.
 
 Every server listens on 127.0.0.1 with port 0 and is stopped by its test;
 every wait is bounded.
@@ -591,56 +591,15 @@ async def capture_pair(**options: Any) -> AsyncIterator[tuple[SseClientStream, S
                 await b.aclose()
 
 
-SPEC = conformance.TransportPair(
-    "sse",
-    lambda: capture_pair(max_body_size=8 << 20, inbound_queue=16, outbound_buffer=16, receive_buffer=16),
-    # one direction: the inbound queue and the POST in flight; the other: the
-    # outbound queue, the client's receive queue, one chunk in flight and the
-    # loopback socket buffers
-    buffered_messages=16 + 16 + 4,
-    buffered_bytes=8 << 20,
-    settle=0.2,
-)
-
-
 @pytest.fixture
 def spec() -> conformance.TransportPair:
-    return SPEC
+    return conformance.PAIR_BY_ID["sse"]
 
 
 @pytest.fixture
-async def pair() -> AsyncIterator[tuple[MessageStream, MessageStream]]:
-    async with SPEC.open() as streams:
+async def pair(spec: conformance.TransportPair) -> AsyncIterator[tuple[MessageStream, MessageStream]]:
+    async with spec.open() as streams:
         yield streams
-
-
-async def test_conformance_framing_and_order(pair: Any) -> None:
-    await conformance.test_framing_and_order(pair)
-
-
-async def test_conformance_large_message(pair: Any) -> None:
-    await conformance.test_large_message(pair)
-
-
-async def test_conformance_concurrent_senders_never_interleave(pair: Any) -> None:
-    await conformance.test_concurrent_senders_never_interleave(pair)
-
-
-async def test_conformance_cancelled_sends_are_atomic(spec: Any, pair: Any) -> None:
-    await conformance.test_cancelled_sends_are_atomic(spec, pair)
-
-
-@pytest.mark.parametrize("closer", ["a", "b"])
-async def test_conformance_close_semantics(pair: Any, closer: str) -> None:
-    await conformance.test_close_semantics(pair, closer)
-
-
-async def test_conformance_aclose_wakes_pending_receive(spec: Any, pair: Any) -> None:
-    await conformance.test_aclose_wakes_pending_receive(spec, pair)
-
-
-async def test_conformance_end_of_stream_fails_pending_peer_calls(pair: Any) -> None:
-    await conformance.test_end_of_stream_fails_pending_peer_calls(pair)
 
 
 async def test_client_sends_block_while_the_session_does_not_read(spec: Any, pair: Any) -> None:
@@ -669,13 +628,6 @@ async def test_client_sends_block_while_the_session_does_not_read(spec: Any, pai
             frames = [await b.receive() for _ in range(n)]  # reading again releases it
     assert sent == n
     assert [raw_or_none(f.params)["i"] for f in frames] == list(range(n))
-
-
-async def test_conformance_slow_reader_backpressures_the_session(spec: Any, pair: Any) -> None:
-    """The direction that matters for SSE: the session's sends block while
-    the client does not read its event stream, within the bounded buffers."""
-    a, b = pair
-    await conformance.test_backpressure(spec, (b, a))
 
 
 async def test_invalid_frames_reach_the_session_as_invalid_messages() -> None:

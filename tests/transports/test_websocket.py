@@ -1,7 +1,7 @@
 """The WebSocket transport: a full client/server stack over real sockets,
 the handshake rules (subprotocol, path, Host, Origin), the size limit,
-bad frames, shutdown and close in both directions, and the transport
-conformance checks (``test_conformance``) over a WebSocket pair.
+bad frames, shutdown and close in both directions, and the WebSocket pair
+that the transport conformance checks (``test_conformance``) run over.
 
 Every server listens on 127.0.0.1 with port 0 and is stopped by its test;
 every wait is bounded.
@@ -44,7 +44,6 @@ from trio_mcp.transports.websocket import (
     WebSocketTransport,
 )
 
-from . import test_conformance as conformance
 
 TIMEOUT = 10.0
 
@@ -566,62 +565,3 @@ async def capture_pair(**options: Any) -> AsyncIterator[tuple[WebSocketStream, W
             finally:
                 with trio.fail_after(TIMEOUT):
                     await b.aclose()
-
-
-SPEC = conformance.TransportPair(
-    "websocket",
-    lambda: capture_pair(max_message_size=8 << 20),
-    # writer queue + trio-websocket's receive queue + the loopback socket buffers
-    buffered_messages=2 * 8 + 4 + 2,
-    buffered_bytes=8 << 20,
-    settle=0.2,
-)
-
-
-@pytest.fixture
-def spec() -> conformance.TransportPair:
-    return SPEC
-
-
-@pytest.fixture
-async def pair() -> AsyncIterator[tuple[MessageStream, MessageStream]]:
-    async with SPEC.open() as streams:
-        yield streams
-
-
-async def test_conformance_framing_and_order(pair: Any) -> None:
-    await conformance.test_framing_and_order(pair)
-
-
-async def test_conformance_large_message(pair: Any) -> None:
-    await conformance.test_large_message(pair)
-
-
-async def test_conformance_concurrent_senders_never_interleave(pair: Any) -> None:
-    await conformance.test_concurrent_senders_never_interleave(pair)
-
-
-async def test_conformance_cancelled_sends_are_atomic(spec: Any, pair: Any) -> None:
-    await conformance.test_cancelled_sends_are_atomic(spec, pair)
-
-
-@pytest.mark.parametrize("closer", ["a", "b"])
-async def test_conformance_close_semantics(pair: Any, closer: str) -> None:
-    await conformance.test_close_semantics(pair, closer)
-
-
-async def test_conformance_aclose_wakes_pending_receive(spec: Any, pair: Any) -> None:
-    await conformance.test_aclose_wakes_pending_receive(spec, pair)
-
-
-async def test_conformance_end_of_stream_fails_pending_peer_calls(pair: Any) -> None:
-    await conformance.test_end_of_stream_fails_pending_peer_calls(pair)
-
-
-async def test_conformance_backpressure(spec: Any, pair: Any) -> None:
-    await conformance.test_backpressure(spec, pair)
-
-
-async def test_conformance_backpressure_server_to_client(spec: Any, pair: Any) -> None:
-    a, b = pair
-    await conformance.test_backpressure(spec, (b, a))
