@@ -70,13 +70,12 @@ from trio_mcp.protocol import (
 )
 from trio_mcp.server import Context, LowLevelServer, MCPServer
 from trio_mcp.transports import memory_pair
-from trio_mcp.transports._base import RELATED_REQUEST
 
 try:  # run from the repository root or from tests/
-    from inline_recording import recording_inline
+    from recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
     from schema_check import validate_definition, validate_message
 except ImportError:  # pragma: no cover
-    from tests.inline_recording import recording_inline
+    from tests.recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
     from tests.schema_check import validate_definition, validate_message
 
 MODERN = V2026_07_28
@@ -382,48 +381,6 @@ class Wire:
                 validate_definition(data if whole else data["error"], MODERN, name)
 
 
-class RecordingStream:
-    """A MessageStream that records what its side sends into a :class:`Wire`."""
-
-    def __init__(self, inner: Any, side: str, wire: Wire) -> None:
-        self.inner = inner
-        self.side = side
-        self.wire = wire
-
-    async def send(self, message: Any) -> None:
-        # Recorded first: once delivered, the other side may answer (and
-        # record its answer) before this task runs again.
-        related = RELATED_REQUEST.get() if self.side == "server" else None
-        entry = self.wire.record(self.side, message, related)
-        try:
-            await self.inner.send(message)
-        except BaseException:
-            self.wire.forget(entry)
-            raise
-
-    async def receive(self) -> Any:
-        return await self.inner.receive()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    # An "inline" pair serves requests in the caller's task: recorded as served.
-
-    def set_inline(self, server: Any) -> None:
-        self.inner.set_inline(server)
-
-    @property
-    def inline(self) -> Any:
-        return recording_inline(self.inner.inline, self.wire.record, self.side)
-
-    @property
-    def inline_in_order(self) -> Any:
-        return recording_inline(self.inner.inline_in_order, self.wire.record, self.side)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 class Wires:
     """Every wire a test opened; validated at teardown if the test did not."""
 
@@ -482,35 +439,6 @@ async def open_connection(
             yield Conn(client, server, wire)
         nursery.cancel_scope.cancel()
     wire.validate()
-
-
-class Inbox:
-    """An async callback that records its calls; ``await inbox.wait_for(n)``
-    returns once ``n`` calls arrived (no sleeps, no polling)."""
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-        self._waiters: list[tuple[int, trio.Event]] = []
-
-    async def __call__(self, *args: Any) -> None:
-        self.put(args[0] if len(args) == 1 else (args if args else None))
-
-    def put(self, item: Any) -> None:
-        self.items.append(item)
-        for n, event in list(self._waiters):
-            if len(self.items) >= n:
-                event.set()
-                self._waiters.remove((n, event))
-
-    async def wait_for(self, count: int) -> list[Any]:
-        if len(self.items) < count:
-            event = trio.Event()
-            self._waiters.append((count, event))
-            await event.wait()
-        return self.items
-
-    def __len__(self) -> int:
-        return len(self.items)
 
 
 class RawDispatcher:

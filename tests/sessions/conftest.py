@@ -64,10 +64,10 @@ from trio_mcp.server import LowLevelServer
 from trio_mcp.transports import memory_pair
 
 try:  # run from the repository root or from tests/
-    from inline_recording import recording_inline
+    from recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
     from schema_check import validate_message
 except ImportError:  # pragma: no cover
-    from tests.inline_recording import recording_inline
+    from tests.recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
     from tests.schema_check import validate_message
 
 MODES = ("zero-copy", "bytes", "inline")
@@ -132,7 +132,7 @@ class Wire:
 
     # -- recording
 
-    def record(self, side: str, message: Any) -> Sent:
+    def record(self, side: str, message: Any, related: Any = None) -> Sent:
         try:
             data = json.loads(encode(message))
         except Exception as exc:  # the transport will refuse it too
@@ -369,58 +369,6 @@ def validating(wire: Wire) -> Iterator[None]:
     wire.validate()
 
 
-class RecordingStream:
-    """A MessageStream that records what its side sends into a :class:`Wire`."""
-
-    def __init__(self, inner: Any, side: str, wire: Wire) -> None:
-        self.inner = inner
-        self.side = side
-        self.wire = wire
-
-    async def send(self, message: Any) -> None:
-        # Recorded first: once the message is delivered the other side may
-        # answer (and record its answer) before this task runs again.
-        entry = self.wire.record(self.side, message)
-        try:
-            await self.inner.send(message)
-        except BaseException:
-            self.wire.forget(entry)
-            raise
-
-    async def receive(self) -> Any:
-        return await self.inner.receive()
-
-    async def send_raw(self, data: bytes) -> None:
-        entry = self.wire.record_raw(self.side, data)
-        try:
-            await self.inner.send_raw(data)
-        except BaseException:
-            self.wire.forget(entry)
-            raise
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    # An "inline" pair serves requests in the caller's task: recorded as served.
-
-    def set_inline(self, server: Any) -> None:
-        self.inner.set_inline(server)
-
-    @property
-    def inline(self) -> Any:
-        return recording_inline(self.inner.inline, self._record, self.side)
-
-    @property
-    def inline_in_order(self) -> Any:
-        return recording_inline(self.inner.inline_in_order, self._record, self.side)
-
-    def _record(self, side: str, message: Any, related: Any) -> None:
-        self.wire.record(side, message)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 # --------------------------------------------------------------------------
 # Connections
 
@@ -527,43 +475,6 @@ def connect_bytes(wires: Wires, version: str) -> ConnectFactory:
 
 # --------------------------------------------------------------------------
 # Helpers
-
-
-class Inbox:
-    """An async callback that records its calls; ``await inbox.wait_for(n)``
-    returns once ``n`` calls arrived (no sleeps, no polling)."""
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-        self._waiters: list[tuple[int, trio.Event]] = []
-
-    async def __call__(self, *args: Any) -> None:
-        self.put(args[0] if len(args) == 1 else args)
-
-    def put(self, item: Any) -> None:
-        self.items.append(item)
-        ready = [(n, e) for n, e in self._waiters if len(self.items) >= n]
-        for n, e in ready:
-            e.set()
-            self._waiters.remove((n, e))
-
-    def signal(self, value: Any) -> Callable[[], Any]:
-        """An async no-argument callback that records ``value``."""
-
-        async def callback() -> None:
-            self.put(value)
-
-        return callback
-
-    async def wait_for(self, count: int) -> list[Any]:
-        if len(self.items) < count:
-            event = trio.Event()
-            self._waiters.append((count, event))
-            await event.wait()
-        return self.items
-
-    def __len__(self) -> int:
-        return len(self.items)
 
 
 class RawDispatcher:
