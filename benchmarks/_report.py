@@ -1,5 +1,6 @@
-"""Shared by both sides of the in-process and stdio benchmarks: the load
-loop, percentiles, the table and the JSON lines.
+"""Shared by the benchmarks (both sides of each): the load loop,
+percentiles, the table, the JSON lines, and the ratio helpers of the
+process benchmarks.
 
 Standard library only: the official SDK side imports this module from its
 own venv (``.cache/sdk-venv``), where trio-mcp is not installed.
@@ -168,3 +169,50 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [fmt(header), "  ".join("-" * w for w in widths)]
     lines += [fmt(b) for b in body]
     return "\n".join(lines)
+
+
+# ------------------------------------------------- process benchmarks (stdio, http)
+
+
+def pair_name(client: str, server: str) -> str:
+    return f"{client}->{server}"
+
+
+def sdk_env() -> dict[str, str]:
+    """Our environment for a process of the SDK's venv (none of ours leaks in)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def find(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
+    """The first row with every ``match`` field equal."""
+    for row in rows:
+        if all(row.get(k) == v for k, v in match.items()):
+            return row
+    return None
+
+
+def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str, *, inverse: bool = False) -> float | None:
+    if a is None or b is None or not a.get(key) or not b.get(key):
+        return None
+    return round(b[key] / a[key] if inverse else a[key] / b[key], 2)
+
+
+def call_ratios(rows: list[dict[str, Any]], num: tuple[str, str, str], den: tuple[str, str, str],
+                concurrencies: tuple[int, ...], key: str = "calls_per_s") -> dict[str, float]:
+    """``num`` over ``den`` per concurrency, each a (client, server, mode); for
+    a latency ``key`` the inverse, so that > 1 always means ``num`` is faster."""
+    out = {}
+    for c in concurrencies:
+        a = find(rows, client=num[0], server=num[1], mode=num[2], concurrency=c)
+        b = find(rows, client=den[0], server=den[1], mode=den[2], concurrency=c)
+        value = ratio(a, b, key, inverse=key != "calls_per_s")
+        if value is not None:
+            out[label(c)] = value
+    return out

@@ -78,7 +78,21 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _report import PAYLOAD, cpu_ns, default_warmup, json_line, label, make_row, measure  # noqa: E402
+from _report import (  # noqa: E402
+    PAYLOAD,
+    call_ratios,
+    cpu_ns,
+    default_warmup,
+    find,
+    json_line,
+    label,
+    load_average,
+    make_row,
+    measure,
+    pair_name,
+    parse_json_lines,
+    sdk_env,
+)
 
 BENCH = "http"
 OURS = "trio-mcp"
@@ -122,12 +136,8 @@ def progress(message: str) -> None:
     print(f"[bench_http] {message} ...", file=sys.stderr, flush=True)
 
 
-def pair_name(client: str, server: str) -> str:
-    return f"{client}->{server}"
 
 
-def sdk_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
 
 
 
@@ -136,11 +146,6 @@ def per_call_us(ns: int | None, calls: int) -> float | None:
     return None if ns is None or not calls else round(ns / calls / 1e3, 1)
 
 
-def load_average() -> float | None:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
 
 
 # ------------------------------------------------------------------ servers
@@ -343,25 +348,12 @@ def run_sdk_client(server: ServerProcess, mode: str, args: argparse.Namespace) -
         raise
     if proc.returncode != 0:
         raise RuntimeError(f"the SDK client ({server.impl} server, {mode}) exited with status {proc.returncode}")
-    rows = [o for o in parse_objects(out) if o.get("bench") == BENCH and o.get("kind") == "calls"]
+    rows = [o for o in parse_json_lines(out) if o.get("bench") == BENCH and o.get("kind") == "calls"]
     if len(rows) != 2:
         raise RuntimeError(f"the SDK client ({server.impl} server, {mode}) printed {len(rows)} rows, not 2")
     return rows
 
 
-def parse_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object among the lines of ``text`` (other lines ignored)."""
-    objects = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                objects.append(obj)
-    return objects
 
 
 def run_pairing(client: str, server_impl: str, mode: str, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -391,26 +383,8 @@ def run_pairing(client: str, server_impl: str, mode: str, args: argparse.Namespa
 # -------------------------------------------------------------------- report
 
 
-def find(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
-    for row in rows:
-        if all(row.get(k) == v for k, v in match.items()):
-            return row
-    return None
 
 
-def call_ratios(rows: list[dict[str, Any]], num: tuple[str, str, str], den: tuple[str, str, str],
-                concurrencies: tuple[int, ...], key: str = "calls_per_s") -> dict[str, float]:
-    """``num`` over ``den`` per concurrency, each a (client, server, mode); for
-    a latency ``key`` the inverse, so that > 1 always means ``num`` is faster."""
-    out = {}
-    for c in concurrencies:
-        a = find(rows, client=num[0], server=num[1], mode=num[2], concurrency=c)
-        b = find(rows, client=den[0], server=den[1], mode=den[2], concurrency=c)
-        if a is None or b is None or not a.get(key) or not b.get(key):
-            continue
-        value = a[key] / b[key] if key == "calls_per_s" else b[key] / a[key]
-        out[label(c)] = round(value, 2)
-    return out
 
 
 def summarize(rows: list[dict[str, Any]], args: argparse.Namespace, loads: tuple[Any, Any]) -> dict[str, Any]:

@@ -30,7 +30,6 @@ JSON summary line (``"summary": true``) holding the ratios.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +48,7 @@ from _report import (  # noqa: E402
     make_row,
     measure,
     parse_rows,
+    sdk_env,
     table,
 )
 
@@ -114,7 +114,7 @@ def run_sdk(args: argparse.Namespace) -> list[dict[str, Any]]:
     ]
     if args.sdk_legacy_only:
         cmd.append("--legacy-only")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env = sdk_env()
     # 4 rows of warm-up + measurement, plus generous start-up and teardown slack.
     budget = 4 * (args.warmup + args.seconds) + 60
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, timeout=budget)

@@ -51,14 +51,20 @@ sys.path.insert(0, str(HERE))
 
 from _report import (  # noqa: E402
     PAYLOAD,
+    call_ratios,
     cpu_ns,
     default_warmup,
+    find,
     json_line,
     label,
+    load_average,
     make_row,
     measure,
+    pair_name,
     parse_json_lines,
     percentile,
+    ratio,
+    sdk_env,
     table,
 )
 
@@ -94,8 +100,6 @@ def server_command(impl: str, args: argparse.Namespace) -> list[str]:
     return [python, str(SERVER_SCRIPTS[impl])]
 
 
-def pair_name(client: str, server: str) -> str:
-    return f"{client}->{server}"
 
 
 def peak_rss_kb(pid: int | None) -> int | None:
@@ -141,11 +145,6 @@ def spawn_row(impl: str, mode: str, samples_ns: list[int], cpu_samples_ns: list[
     }
 
 
-def load_average() -> float | None:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
 
 
 def check_protocol(mode: str, protocol: str | None) -> None:
@@ -249,7 +248,7 @@ def run_sdk_client(what: str, server: str, mode: str, args: argparse.Namespace) 
         "--spawns", str(args.spawns),
         "--", *server_command(server, args),
     ]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env = sdk_env()
     if what == "calls":
         budget = 2 * (args.warmup + args.seconds) + 60
     else:
@@ -283,31 +282,10 @@ def run_sdk_client(what: str, server: str, mode: str, args: argparse.Namespace) 
 # -------------------------------------------------------------------- report
 
 
-def find(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
-    for row in rows:
-        if all(row.get(k) == v for k, v in match.items()):
-            return row
-    return None
 
 
-def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str, *, inverse: bool = False) -> float | None:
-    if a is None or b is None or not a.get(key) or not b.get(key):
-        return None
-    return round(b[key] / a[key] if inverse else a[key] / b[key], 2)
 
 
-def call_ratios(calls: list[dict[str, Any]], num: tuple[str, str, str], den: tuple[str, str, str],
-                concurrencies: tuple[int, ...], key: str = "calls_per_s") -> dict[str, float]:
-    """``num`` over ``den`` per concurrency, each a (client, server, mode); for
-    a latency ``key`` the inverse, so that > 1 always means ``num`` is faster."""
-    out = {}
-    for c in concurrencies:
-        a = find(calls, client=num[0], server=num[1], mode=num[2], concurrency=c)
-        b = find(calls, client=den[0], server=den[1], mode=den[2], concurrency=c)
-        value = ratio(a, b, key, inverse=key != "calls_per_s")
-        if value is not None:
-            out[label(c)] = value
-    return out
 
 
 def simple_table(header: tuple[str, ...], body: list[tuple[str, ...]], left: int) -> str:
