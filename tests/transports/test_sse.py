@@ -26,7 +26,6 @@ from trio_mcp.protocol import (
     PARSE_ERROR,
     ConnectionClosed,
     InvalidMessage,
-    LoggingMessageNotificationParams,
     Notification,
     Request,
     raw_or_none,
@@ -44,7 +43,7 @@ from trio_mcp.transports.sse import (
 )
 
 from . import test_conformance as conformance
-from .test_websocket import INIT, Gate, make_app, open_client, sampler
+from .test_websocket import INIT, Gate, drive_full_stack, make_app, open_client
 
 TIMEOUT = 10.0
 
@@ -161,55 +160,10 @@ async def serve_asgi(asgi: Any) -> AsyncIterator[str]:
 
 
 async def test_full_stack_tools_progress_sampling_and_logging() -> None:
-    app = make_app()
-    logs: list[LoggingMessageNotificationParams] = []
-    got_logs = trio.Event()
-
-    async def on_log(params: LoggingMessageNotificationParams) -> None:
-        logs.append(params)
-        if len(logs) == 2:
-            got_logs.set()
-
-    progress: list[tuple[float, Any, Any]] = []
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append((value, total, message))
-
-    async with serve(app) as server, client_stream(server.url) as stream:
+    async with serve(make_app()) as server, client_stream(server.url) as stream:
         assert re.fullmatch(re.escape(server.url.replace("/sse", "/messages")) + r"\?session_id=[0-9a-f]{32}",
                             stream.endpoint)
-        with trio.fail_after(TIMEOUT):
-            async with open_client(stream, sampling_handler=sampler, on_log=on_log) as client:
-                assert client.server_info is not None and client.server_info.name == "ws-test"
-                assert {t.name for t in await client.list_all_tools()} >= {"add", "count", "ask", "chatty"}
-
-                result = await client.call_tool("add", {"a": 2, "b": 40})
-                assert result.structured_content == {"result": 42}
-
-                result = await client.call_tool("count", {"steps": 3}, on_progress=on_progress)
-                assert result.content[0].text == "counted 3"
-                assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
-
-                # sampling: a server-to-client request in the middle of a tool call
-                result = await client.call_tool("ask", {"prompt": "hi there"})
-                assert result.content[0].text == "shouty: HI THERE"
-
-                await client.set_logging_level("info")
-                result = await client.call_tool("chatty", {})
-                assert result.content[0].text == "said things"
-                await got_logs.wait()
-                assert [(p.level, p.data) for p in logs] == [("info", "hello"), ("warning", {"careful": True})]
-
-                results: dict[int, str] = {}
-
-                async def call(i: int) -> None:
-                    r = await client.call_tool("echo", {"text": f"#{i}" * (i * 500 + 1)})
-                    results[i] = r.content[0].text
-
-                async with trio.open_nursery() as nursery:
-                    for i in range(20):
-                        nursery.start_soon(call, i)
-                assert results == {i: f"#{i}" * (i * 500 + 1) for i in range(20)}
+        await drive_full_stack(stream)
 
 
 async def test_each_get_is_a_session_with_a_random_id() -> None:
