@@ -25,9 +25,11 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
+import attrs
+
 from ..protocol import Frame
 
-__all__ = ["MessageStream", "TransportError", "TransportClosed", "RELATED_REQUEST"]
+__all__ = ["MessageStream", "TransportError", "TransportClosed", "RELATED_REQUEST", "ServerInfo", "host_in_url"]
 
 #: The id of the inbound request whose handler is running in this task, set
 #: by the peer around each handler. Transports that route messages per
@@ -65,3 +67,23 @@ class MessageStream(Protocol):
     async def receive(self) -> Frame: ...
 
     async def aclose(self) -> None: ...
+
+
+def host_in_url(host: str) -> str:
+    """``host`` as it stands in a URL, a ``Host`` header or a bind address
+    (an IPv6 literal in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
+@attrs.frozen
+class ServerInfo:
+    """Where a network server actor listens (its ``task_status.started`` value)."""
+
+    host: str
+    port: int
+    #: What clients open (for the legacy SSE transport: the event stream).
+    url: str
+
+    @classmethod
+    def at(cls, scheme: str, host: str, port: int, path: str) -> ServerInfo:
+        return cls(host, port, f"{scheme}://{host_in_url(host)}:{port}{path}")

@@ -113,7 +113,7 @@ from ._asgi import (
     start_event_stream,
     watch_disconnect,
 )
-from ._base import TransportClosed, TransportError
+from ._base import ServerInfo, TransportClosed, TransportError, host_in_url
 from .http._security import LOCAL_HOSTS, HostPolicy
 from .http._sse import SseDecoder, SseError
 
@@ -186,14 +186,9 @@ class SseServerSettings:
         )
 
 
-@attrs.frozen
-class SseServerInfo:
-    """Where an :class:`SseServer` listens (``task_status.started`` value)."""
-
-    host: str
-    port: int
-    #: The URL of the event stream (what clients open).
-    url: str
+#: Where an :class:`SseServer` listens (``task_status.started`` value);
+#: ``url`` is the event stream's.
+SseServerInfo = ServerInfo
 
 
 class SseSessionStream:
@@ -497,7 +492,7 @@ class SseServer:
     ) -> None:
         if settings is None:
             if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
-                options["allowed_hosts"] = (*LOCAL_HOSTS, f"[{host}]" if ":" in host else host)
+                options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
             settings = SseServerSettings(sse_path=sse_path, message_path=message_path, **options)
         else:
             if sse_path != "/sse":
@@ -536,7 +531,7 @@ class SseServer:
 
         config = Config()
         host = self.host
-        config.bind = [f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"]
+        config.bind = [f"{host_in_url(host)}:{self.port}"]
         config.graceful_timeout = self.graceful_timeout
         config.accesslog = None
         config.errorlog = logging.getLogger("trio_mcp.sse.hypercorn")  # type: ignore[assignment]
@@ -545,8 +540,7 @@ class SseServer:
             await nursery.start(self.asgi.run)
             binds = await nursery.start(partial(serve, self.asgi, config, shutdown_trigger=hypercorn_stop.wait))
             port = int(binds[0].rpartition(":")[2]) if binds else self.port
-            url_host = f"[{host}]" if ":" in host else host
-            self.info = SseServerInfo(host, port, f"http://{url_host}:{port}{self.asgi.settings.sse_path}")
+            self.info = ServerInfo.at("http", host, port, self.asgi.settings.sse_path)
             task_status.started(self.info)
             try:
                 await self._stop.wait()

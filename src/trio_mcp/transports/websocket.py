@@ -60,7 +60,7 @@ import trio_websocket
 
 from .._util import check_positive, collapse_groups
 from ..protocol import Frame, decode, encode
-from ._base import TransportClosed, TransportError
+from ._base import ServerInfo, TransportClosed, TransportError, host_in_url
 from .http._security import LOCAL_HOSTS, HostPolicy
 
 __all__ = [
@@ -291,13 +291,8 @@ class WebSocketServerSettings:
         )
 
 
-@attrs.frozen
-class WebSocketServerInfo:
-    """Where a :class:`WebSocketServer` listens (``task_status.started`` value)."""
-
-    host: str
-    port: int
-    url: str
+#: Where a :class:`WebSocketServer` listens (``task_status.started`` value).
+WebSocketServerInfo = ServerInfo
 
 
 class WebSocketServer:
@@ -325,7 +320,7 @@ class WebSocketServer:
     ) -> None:
         if settings is None:
             if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
-                options["allowed_hosts"] = (*LOCAL_HOSTS, f"[{host}]" if ":" in host else host)
+                options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
             settings = WebSocketServerSettings(path=path, **options)
         elif options or path != "/mcp":
             settings = attrs.evolve(settings, path=path, **options)
@@ -375,8 +370,7 @@ class WebSocketServer:
                 )
             )
             port = server.listeners[0].port
-            url_host = f"[{self.host}]" if ":" in self.host else self.host
-            self.info = WebSocketServerInfo(self.host, port, f"ws://{url_host}:{port}{s.path or '/'}")
+            self.info = ServerInfo.at("ws", self.host, port, s.path or "/")
             task_status.started(self.info)
             try:
                 await self._stop.wait()

@@ -149,7 +149,7 @@ from .._asgi import (
     start_event_stream,
     watch_disconnect,
 )
-from .._base import RELATED_REQUEST, TransportClosed
+from .._base import RELATED_REQUEST, ServerInfo, TransportClosed, host_in_url
 from ._eventstore import EventStore, MemoryEventStore, StoredEvent
 from ._headers import (
     PARAM_PREFIX,
@@ -320,13 +320,8 @@ class HttpServerStatistics:
     sessions_expired: int
 
 
-@attrs.frozen
-class HttpServerInfo:
-    """Where an :class:`HttpServer` listens (``task_status.started`` value)."""
-
-    host: str
-    port: int
-    url: str
+#: Where an :class:`HttpServer` listens (``task_status.started`` value).
+HttpServerInfo = ServerInfo
 
 
 class _Busy(Exception):
@@ -1671,7 +1666,7 @@ class HttpServer:
     ) -> None:
         if settings is None:
             if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
-                options["allowed_hosts"] = (*LOCAL_HOSTS, f"[{host}]" if ":" in host else host)
+                options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
             settings = HttpServerSettings(path=path, **options)
         else:
             if path != "/mcp":
@@ -1702,7 +1697,7 @@ class HttpServer:
 
         config = Config()
         host = self.host
-        config.bind = [f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"]
+        config.bind = [f"{host_in_url(host)}:{self.port}"]
         config.graceful_timeout = self.graceful_timeout
         config.accesslog = None
         config.errorlog = logging.getLogger("trio_mcp.http.hypercorn")  # type: ignore[assignment]
@@ -1710,8 +1705,7 @@ class HttpServer:
             await nursery.start(self.asgi.run)
             binds = await nursery.start(_serve, serve, self.asgi, config, self._listener_stop.wait)
             port = _port_of(binds[0]) if binds else self.port
-            url_host = f"[{host}]" if ":" in host else host
-            self.info = HttpServerInfo(host=host, port=port, url=f"http://{url_host}:{port}{self.asgi.settings.path}")
+            self.info = ServerInfo.at("http", host, port, self.asgi.settings.path)
             task_status.started(self.info)
             await self._stop.wait()
             # End every session and SSE response first, then stop hypercorn,
