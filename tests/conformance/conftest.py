@@ -19,7 +19,6 @@ installed for other pins); the skip message names ``bash scripts/setup-interop``
 
 from __future__ import annotations
 
-import filecmp
 import json
 import os
 import re
@@ -36,17 +35,23 @@ from typing import Any
 
 import pytest
 
+try:  # run from the repository root or from tests/
+    from peers import (  # noqa: F401 (sdk_path: for the tests)
+        LOOPBACK,
+        SETUP,
+        npm_path,
+        sdk_path,
+    )
+except ImportError:  # pragma: no cover
+    from tests.peers import (  # noqa: F401 (sdk_path: for the tests)
+        LOOPBACK,
+        SETUP,
+        npm_path,
+        sdk_path,
+    )
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-INTEROP = ROOT / "tests" / "interop"
-NODE_MODULES = INTEROP / "node_modules"
-NPM_LOCK = INTEROP / "package-lock.json"
-NPM_STAMP = NODE_MODULES / ".installed-lock"
-SDK_VENV = ROOT / ".cache" / "sdk-venv"
-SDK_REQUIREMENTS = INTEROP / "requirements-sdk.txt"
-SDK_STAMP = SDK_VENV / ".installed"
-LOOPBACK = INTEROP / "loopback.cjs"
-SETUP = "bash scripts/setup-interop"
 
 PYTHON = Path(sys.executable)
 FIXTURE_SERVER = ROOT / "examples" / "conformance_server.py"
@@ -72,27 +77,6 @@ SERVER_STOP_TIMEOUT = 5.0
 
 
 # --------------------------------------------------------------- installs
-
-
-def _require(pins: Path, stamp: Path, what: str, path: Path) -> Path:
-    """``path``, installed by setup-interop for the current ``pins`` (else skip)."""
-    if not stamp.is_file():
-        pytest.skip(f"{what}: not installed; run `{SETUP}` (`bash scripts/test` runs it)")
-    if not filecmp.cmp(pins, stamp, shallow=False):
-        pytest.skip(f"{what}: installed for other pins than {pins.name}; run `{SETUP}` again")
-    if not path.exists():
-        pytest.fail(f"{path} is missing although {stamp} says `{SETUP}` installed it: run it again")
-    return path
-
-
-def npm_path(relative: str) -> Path:
-    """A file under ``tests/interop/node_modules`` (skips when the npm setup never ran)."""
-    return _require(NPM_LOCK, NPM_STAMP, "the npm interop peers", NODE_MODULES / relative)
-
-
-def sdk_path(relative: str) -> Path:
-    """A file under ``.cache/sdk-venv`` (skips when the SDK setup never ran)."""
-    return _require(SDK_REQUIREMENTS, SDK_STAMP, "the official Python SDK", SDK_VENV / relative)
 
 
 def suite_entry(suite: str) -> Path:

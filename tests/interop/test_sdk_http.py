@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sdk_path
+try:  # run from the repository root or from tests/
+    from peers import sdk_path
+except ImportError:  # pragma: no cover
+    from tests.peers import sdk_path
 
 pytestmark = pytest.mark.interop
 
