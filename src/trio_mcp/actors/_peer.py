@@ -331,6 +331,9 @@ class Peer:
     ) -> None:
         self.name = name
         self.stream = stream
+        #: The stream can have the other end serve a request in this task
+        #: (an in-memory pair; see :meth:`request`).
+        self._can_inline = getattr(type(stream), "inline_in_order", None) is not None
         self.dispatcher: Dispatcher = dispatcher or _NullDispatcher()
         self.limits = limits or PeerLimits()
         self._next_id = 1
@@ -822,12 +825,11 @@ class Peer:
         """
         if self._closed_reason is not None:
             raise ConnectionClosed(f"connection closed: {self._closed_reason}")
-        if stateless:
-            serve = getattr(self.stream, "inline", None)
-            if serve is not None:
-                return await self._request_inline(serve, method, params, result_type, on_progress)
-        elif method not in ALWAYS_FRAMED:
-            serve = getattr(self.stream, "inline_in_order", None)
+        if self._can_inline:
+            if stateless:
+                serve = self.stream.inline  # type: ignore[attr-defined]
+            else:
+                serve = None if method in ALWAYS_FRAMED else self.stream.inline_in_order  # type: ignore[attr-defined]
             if serve is not None:
                 return await self._request_inline(serve, method, params, result_type, on_progress)
         ident = self._next_id
