@@ -596,21 +596,15 @@ class Peer:
 
     def _route_progress(self, params: Any) -> bool:
         """Hand progress for one of our pending calls to its caller."""
-        try:
-            data = coerce(params, dict[str, Any])
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        parsed = _progress_of(params)
+        if parsed is None:
             return False
-        token = data.get("progressToken")
-        if type(token) is not int and type(token) is not str:
-            return False
+        token, item = parsed
         reply = self._progress.get(token)
         if reply is None:
             return False  # not ours (any more): the dispatcher gets it
-        progress = data.get("progress")
-        if type(progress) is int or type(progress) is float:
-            item = (progress, data.get("total"), data.get("message"))
-            if not reply.deliver_progress(item, self.limits.max_queued_notifications):
-                self._notifications_dropped += 1
+        if item is not None and not reply.deliver_progress(item, self.limits.max_queued_notifications):
+            self._notifications_dropped += 1
         return True
 
     def _reply_nowait(self, msg: Any) -> None:
@@ -881,10 +875,10 @@ class Peer:
             # The handler's notifications, in its (our) task: progress for
             # this call goes to on_progress, the rest to our dispatcher.
             if on_progress is not None and note.method == "notifications/progress":
-                item = _progress_item(note.params, ident)
-                if item is not None:
+                parsed = _progress_of(note.params)
+                if parsed is not None and parsed[0] == ident and parsed[1] is not None:
                     try:
-                        await on_progress(*item)
+                        await on_progress(*parsed[1])
                     except Exception:
                         log.exception("%s: progress callback failed", self.name)
                     return
@@ -996,16 +990,21 @@ def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any
     raise msg.error.to_exception()  # type: ignore[union-attr]
 
 
-def _progress_item(params: Any, token: int | str) -> tuple[float, Any, Any] | None:
-    """(progress, total, message) of progress params for ``token``, else None."""
+def _progress_of(params: Any) -> tuple[int | str, tuple[float, Any, Any] | None] | None:
+    """(token, (progress, total, message)) of ``notifications/progress``
+    params; the item is None when ``progress`` is not a number, the whole
+    None when there is no usable token."""
     try:
         data = coerce(params, dict[str, Any])
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    progress = data.get("progress")
-    if data.get("progressToken") != token or (type(progress) is not int and type(progress) is not float):
+    token = data.get("progressToken")
+    if type(token) is not int and type(token) is not str:
         return None
-    return (progress, data.get("total"), data.get("message"))
+    progress = data.get("progress")
+    if type(progress) is not int and type(progress) is not float:
+        return token, None
+    return token, (progress, data.get("total"), data.get("message"))
 
 
 def _with_progress_token(params: Any, token: int | str) -> Any:
