@@ -692,7 +692,13 @@ class Peer:
         reply: Any = None
         slot.scope = scope
         try:
-            reply = await self._answer_to(req)
+            if req.method == "ping":
+                result = _EMPTY_RESULT
+            else:
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))
+            reply = Response(id=ident, result=result)
+        except Exception as exc:
+            reply = self._error_answer(req, exc)
         except BaseExceptionGroup as group:
             # Errors raised together with Cancelled (a handler's nursery whose
             # cleanup failed while it was being cancelled). Let only the
@@ -733,20 +739,13 @@ class Peer:
             except TransportError:
                 pass
 
-    async def _answer_to(self, req: Request) -> Response | ErrorResponse:
-        """The dispatcher's answer to ``req``: its result, or its error (a
-        handler that fails unexpectedly is -32603); Cancelled goes through."""
-        try:
-            if req.method == "ping":
-                result: Any = _EMPTY_RESULT
-            else:
-                result = await self.dispatcher.handle_request(InboundRequest(self, req))
-            return Response(id=req.id, result=result)
-        except McpError as exc:
+    def _error_answer(self, req: Request, exc: Exception) -> ErrorResponse:
+        """The answer to ``req`` whose handler raised ``exc``: its own error,
+        or -32603 for anything unexpected (logged)."""
+        if isinstance(exc, McpError):
             return error_response(req.id, exc)
-        except Exception as exc:
-            log.exception("%s: handler for %s failed", self.name, req.method)
-            return error_response(req.id, InternalError(describe(exc)))
+        log.error("%s: handler for %s failed", self.name, req.method, exc_info=exc)
+        return error_response(req.id, InternalError(describe(exc)))
 
     async def serve_inline(self, req: Request, sink: NotificationSink) -> Response | ErrorResponse:
         """Serve ``req`` in the calling task and return its answer: the same
@@ -762,7 +761,13 @@ class Peer:
         token = _INLINE_SINK.set((self, sink))
         related = RELATED_REQUEST.set(req.id)  # as a worker does: what the handler sends relates to it
         try:
-            reply = await self._answer_to(req)
+            if req.method == "ping":
+                result: Any = _EMPTY_RESULT
+            else:
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))
+            reply: Response | ErrorResponse = Response(id=req.id, result=result)
+        except Exception as exc:
+            reply = self._error_answer(req, exc)
         finally:
             RELATED_REQUEST.reset(related)
             _INLINE_SINK.reset(token)
