@@ -20,7 +20,18 @@ from typing import Any, TextIO
 
 BENCH = "inprocess"
 PAYLOAD = "hello, benchmark"
-JSON_FIELDS = ("bench", "impl", "mode", "concurrency", "calls_per_s", "mean_us", "p50_us", "p99_us", "calls", "seconds")
+JSON_FIELDS = (
+    "bench",
+    "impl",
+    "mode",
+    "concurrency",
+    "calls_per_s",
+    "mean_us",
+    "p50_us",
+    "p99_us",
+    "calls",
+    "seconds",
+)
 
 
 def default_warmup(seconds: float) -> float:
@@ -94,8 +105,16 @@ async def measure(
     return latencies
 
 
-def make_row(impl: str, mode: str, concurrency: int, latencies_ns: list[int], seconds: float,
-             *, bench: str = BENCH, **extra: Any) -> dict[str, Any]:
+def make_row(
+    impl: str,
+    mode: str,
+    concurrency: int,
+    latencies_ns: list[int],
+    seconds: float,
+    *,
+    bench: str = BENCH,
+    **extra: Any,
+) -> dict[str, Any]:
     if not latencies_ns:
         raise RuntimeError(f"{impl} {mode} x{concurrency}: no call completed in the measured window")
     ordered = sorted(latencies_ns)
@@ -164,7 +183,9 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     left = {0, 1}
 
     def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(
+            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        )
 
     lines = [fmt(header), "  ".join("-" * w for w in widths)]
     lines += [fmt(b) for b in body]
@@ -198,14 +219,21 @@ def find(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
     return None
 
 
-def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str, *, inverse: bool = False) -> float | None:
+def ratio(
+    a: dict[str, Any] | None, b: dict[str, Any] | None, key: str, *, inverse: bool = False
+) -> float | None:
     if a is None or b is None or not a.get(key) or not b.get(key):
         return None
     return round(b[key] / a[key] if inverse else a[key] / b[key], 2)
 
 
-def call_ratios(rows: list[dict[str, Any]], num: tuple[str, str, str], den: tuple[str, str, str],
-                concurrencies: tuple[int, ...], key: str = "calls_per_s") -> dict[str, float]:
+def call_ratios(
+    rows: list[dict[str, Any]],
+    num: tuple[str, str, str],
+    den: tuple[str, str, str],
+    concurrencies: tuple[int, ...],
+    key: str = "calls_per_s",
+) -> dict[str, float]:
     """``num`` over ``den`` per concurrency, each a (client, server, mode); for
     a latency ``key`` the inverse, so that > 1 always means ``num`` is faster."""
     out = {}

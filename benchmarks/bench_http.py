@@ -78,7 +78,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _report import (  # noqa: E402
+from _report import (
     PAYLOAD,
     call_ratios,
     cpu_ns,
@@ -136,16 +136,8 @@ def progress(message: str) -> None:
     print(f"[bench_http] {message} ...", file=sys.stderr, flush=True)
 
 
-
-
-
-
-
-
 def per_call_us(ns: int | None, calls: int) -> float | None:
     return None if ns is None or not calls else round(ns / calls / 1e3, 1)
-
-
 
 
 # ------------------------------------------------------------------ servers
@@ -189,7 +181,9 @@ class ServerProcess:
                 if selector.select(left):
                     chunk = os.read(fd, 4096)
                     if not chunk:
-                        raise RuntimeError(f"the {self.impl} server exited (status {self.proc.wait()}) before listening")
+                        raise RuntimeError(
+                            f"the {self.impl} server exited (status {self.proc.wait()}) before listening"
+                        )
                     buffer += chunk
         line = buffer.split(b"\n", 1)[0].decode()
         if not line.startswith("url http"):
@@ -225,8 +219,14 @@ class ServerProcess:
 # ------------------------------------------- clients in this process (trio)
 
 
-async def measure_rows(call: Callable[[], Awaitable[Any]], client: str, server: ServerProcess, mode: str,
-                       args: argparse.Namespace, **extra: Any) -> list[dict[str, Any]]:
+async def measure_rows(
+    call: Callable[[], Awaitable[Any]],
+    client: str,
+    server: ServerProcess,
+    mode: str,
+    args: argparse.Namespace,
+    **extra: Any,
+) -> list[dict[str, Any]]:
     """The ``seq`` and concurrent rows of ``call()`` from this process, with
     the CPU time per call of this process and of the server's."""
     import trio
@@ -244,14 +244,29 @@ async def measure_rows(call: Callable[[], Awaitable[Any]], client: str, server: 
         cpu: dict[str, int | None] = {}
         async with trio.open_nursery() as sampler:
             sampler.start_soon(sample_cpu, cpu)
-            latencies = await measure(call, concurrency=concurrency, warmup=args.warmup,
-                                      seconds=args.seconds, open_group=trio.open_nursery)
-        rows.append(make_row(
-            pair_name(client, server.impl), mode, concurrency, latencies, args.seconds,
-            bench=BENCH, kind="calls", client=client, server=server.impl, **extra,
-            client_cpu_us=per_call_us(cpu.get("client"), len(latencies)),
-            server_cpu_us=per_call_us(cpu.get("server"), len(latencies)),
-        ))
+            latencies = await measure(
+                call,
+                concurrency=concurrency,
+                warmup=args.warmup,
+                seconds=args.seconds,
+                open_group=trio.open_nursery,
+            )
+        rows.append(
+            make_row(
+                pair_name(client, server.impl),
+                mode,
+                concurrency,
+                latencies,
+                args.seconds,
+                bench=BENCH,
+                kind="calls",
+                client=client,
+                server=server.impl,
+                **extra,
+                client_cpu_us=per_call_us(cpu.get("client"), len(latencies)),
+                server_cpu_us=per_call_us(cpu.get("server"), len(latencies)),
+            )
+        )
     return rows
 
 
@@ -274,8 +289,9 @@ def run_our_client(server: ServerProcess, mode: str, args: argparse.Namespace) -
                 check = await session.call_tool("echo", {"text": PAYLOAD})
                 if check.is_error or check.content[0].text != PAYLOAD:
                     raise RuntimeError(f"unexpected echo result: {check!r}")
-                rows.extend(await measure_rows(call, OURS, server, mode, args,
-                                               protocol=session.protocol_version))
+                rows.extend(
+                    await measure_rows(call, OURS, server, mode, args, protocol=session.protocol_version)
+                )
             nursery.cancel_scope.cancel()
 
     trio.run(main)
@@ -294,9 +310,15 @@ def run_floor_client(server: ServerProcess, mode: str, args: argparse.Namespace)
     from trio_mcp.transports.http import HttpClientSettings
 
     settings = HttpClientSettings()
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": "echo", "arguments": {"text": PAYLOAD}}},
-                      separators=(",", ":")).encode()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": PAYLOAD}},
+        },
+        separators=(",", ":"),
+    ).encode()
     headers = {
         "accept": "application/json, text/event-stream",
         "content-type": "application/json",
@@ -316,7 +338,9 @@ def run_floor_client(server: ServerProcess, mode: str, args: argparse.Namespace)
 
             check = await client.post(server.url, content=body, headers=headers)
             if check.status_code != 200 or "result" not in check.json():
-                raise RuntimeError(f"unexpected answer from the floor server: {check.status_code} {check.text!r}")
+                raise RuntimeError(
+                    f"unexpected answer from the floor server: {check.status_code} {check.text!r}"
+                )
             rows.extend(await measure_rows(call, HTTPX, server, mode, args))
 
     trio.run(main)
@@ -328,15 +352,24 @@ def run_floor_client(server: ServerProcess, mode: str, args: argparse.Namespace)
 
 def run_sdk_client(server: ServerProcess, mode: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     cmd = [
-        str(args.sdk_python), str(HERE / "sdk_http_client.py"),
-        "--url", server.url,
-        "--server-impl", server.impl,
-        "--server-pid", str(server.pid),
-        "--mode", "auto" if mode == MODERN else "legacy",
-        "--label", mode,
-        "--seconds", repr(args.seconds),
-        "--warmup", repr(args.warmup),
-        "--concurrency", str(args.concurrency),
+        str(args.sdk_python),
+        str(HERE / "sdk_http_client.py"),
+        "--url",
+        server.url,
+        "--server-impl",
+        server.impl,
+        "--server-pid",
+        str(server.pid),
+        "--mode",
+        "auto" if mode == MODERN else "legacy",
+        "--label",
+        mode,
+        "--seconds",
+        repr(args.seconds),
+        "--warmup",
+        repr(args.warmup),
+        "--concurrency",
+        str(args.concurrency),
     ]
     budget = 2 * (args.warmup + args.seconds) + 60
     proc = subprocess.Popen(cmd, cwd=ROOT, env=sdk_env(), stdout=subprocess.PIPE, text=True)
@@ -347,13 +380,13 @@ def run_sdk_client(server: ServerProcess, mode: str, args: argparse.Namespace) -
         proc.communicate()
         raise
     if proc.returncode != 0:
-        raise RuntimeError(f"the SDK client ({server.impl} server, {mode}) exited with status {proc.returncode}")
+        raise RuntimeError(
+            f"the SDK client ({server.impl} server, {mode}) exited with status {proc.returncode}"
+        )
     rows = [o for o in parse_json_lines(out) if o.get("bench") == BENCH and o.get("kind") == "calls"]
     if len(rows) != 2:
         raise RuntimeError(f"the SDK client ({server.impl} server, {mode}) printed {len(rows)} rows, not 2")
     return rows
-
-
 
 
 def run_pairing(client: str, server_impl: str, mode: str, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -383,14 +416,15 @@ def run_pairing(client: str, server_impl: str, mode: str, args: argparse.Namespa
 # -------------------------------------------------------------------- report
 
 
-
-
-
-
 def summarize(rows: list[dict[str, Any]], args: argparse.Namespace, loads: tuple[Any, Any]) -> dict[str, Any]:
     cs = (1, args.concurrency)
-    summary: dict[str, Any] = {"bench": BENCH, "summary": True, "seconds": args.seconds,
-                               "warmup": args.warmup, "concurrency": args.concurrency}
+    summary: dict[str, Any] = {
+        "bench": BENCH,
+        "summary": True,
+        "seconds": args.seconds,
+        "warmup": args.warmup,
+        "concurrency": args.concurrency,
+    }
     own, sdk = (OURS, OURS, JSON), (SDK, SDK, JSON)
     summary["baseline"] = f"{SDK}->{SDK} json"
     summary["ratios"] = call_ratios(rows, own, sdk, cs)
@@ -435,12 +469,31 @@ def fmt_cpu(value: Any) -> str:
 
 
 def calls_table(rows: list[dict[str, Any]]) -> str:
-    header = ("client->server", "mode", "callers", "calls/s", "mean µs", "p50 µs", "p99 µs", "calls",
-              "client CPU µs/call", "server CPU µs/call")
+    header = (
+        "client->server",
+        "mode",
+        "callers",
+        "calls/s",
+        "mean µs",
+        "p50 µs",
+        "p99 µs",
+        "calls",
+        "client CPU µs/call",
+        "server CPU µs/call",
+    )
     body = [
-        (r["impl"], r["mode"], str(r["concurrency"]), f"{r['calls_per_s']:,.0f}", f"{r['mean_us']:,.1f}",
-         f"{r['p50_us']:,.1f}", f"{r['p99_us']:,.1f}", f"{r['calls']:,}",
-         fmt_cpu(r.get("client_cpu_us")), fmt_cpu(r.get("server_cpu_us")))
+        (
+            r["impl"],
+            r["mode"],
+            str(r["concurrency"]),
+            f"{r['calls_per_s']:,.0f}",
+            f"{r['mean_us']:,.1f}",
+            f"{r['p50_us']:,.1f}",
+            f"{r['p99_us']:,.1f}",
+            f"{r['calls']:,}",
+            fmt_cpu(r.get("client_cpu_us")),
+            fmt_cpu(r.get("server_cpu_us")),
+        )
         for r in rows
     ]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
@@ -453,17 +506,23 @@ def calls_table(rows: list[dict[str, Any]]) -> str:
 
 def print_report(rows: list[dict[str, Any]], summary: dict[str, Any], args: argparse.Namespace) -> None:
     print()
-    print(f"Streamable HTTP tools/call, echo tool, {args.seconds:g} s per row after {args.warmup:g} s warm-up "
-          f"(client->server; json = JSON responses, 2026-07-28 = JSON responses in the stateless era, "
-          "sse = SSE responses, floor = hypercorn+httpx doing no MCP work)")
+    print(
+        f"Streamable HTTP tools/call, echo tool, {args.seconds:g} s per row after {args.warmup:g} s warm-up "
+        f"(client->server; json = JSON responses, 2026-07-28 = JSON responses in the stateless era, "
+        "sse = SSE responses, floor = hypercorn+httpx doing no MCP work)"
+    )
     print(calls_table(rows))
-    print(f"1-minute load average: {summary['load_before']} before, {summary['load_after']} after "
-          "(other work on the machine skews every figure)")
+    print(
+        f"1-minute load average: {summary['load_before']} before, {summary['load_after']} after "
+        "(other work on the machine skews every figure)"
+    )
     if not summary["ratios"]:
         return
     print()
-    print(f"trio-mcp / official SDK {summary.get('sdk_version', '')} calls/s, JSON responses "
-          "(issue targets, for context only):")
+    print(
+        f"trio-mcp / official SDK {summary.get('sdk_version', '')} calls/s, JSON responses "
+        "(issue targets, for context only):"
+    )
     c = label(args.concurrency)
     for key, target in (("seq", TARGETS["seq"]), (c, TARGETS["c64"] if args.concurrency == 64 else None)):
         value = summary["ratios"].get(key)
@@ -475,11 +534,17 @@ def print_report(rows: list[dict[str, Any]], summary: dict[str, Any], args: argp
         goal = f"   (target ≥ {target:g}×)" if target is not None else ""
         print(f"  {key + ':':5} {value:5.2f}×  (p50 latency {p50:.2f}×){era}{goal}")
     if ceiling := summary.get("ceiling_ratios"):
-        print("  ceiling, httpx->hypercorn floor / SDK: " + ", ".join(f"{k} {v:.2f}×" for k, v in ceiling.items()))
+        print(
+            "  ceiling, httpx->hypercorn floor / SDK: "
+            + ", ".join(f"{k} {v:.2f}×" for k, v in ceiling.items())
+        )
         print("    (the most an MCP layer costing nothing could reach over the SDK on hypercorn+httpx)")
-    for name, title in (("sse_ratios", "SSE responses"), ("server_ratios", "server only (client held)"),
-                        ("client_ratios", "client only (server held)"),
-                        ("cpu_ratios", "CPU per call, SDK / trio-mcp (> 1: trio-mcp spends less)")):
+    for name, title in (
+        ("sse_ratios", "SSE responses"),
+        ("server_ratios", "server only (client held)"),
+        ("client_ratios", "client only (server held)"),
+        ("cpu_ratios", "CPU per call, SDK / trio-mcp (> 1: trio-mcp spends less)"),
+    ):
         values = summary.get(name)
         if values:
             print(f"  {title}: " + ", ".join(f"{k} {v:.2f}×" for k, v in values.items()))
@@ -488,18 +553,31 @@ def print_report(rows: list[dict[str, Any]], summary: dict[str, Any], args: argp
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="measured duration per row (default 3)")
-    parser.add_argument("--warmup", type=float, default=None,
-                        help="warm-up before each row (default: min(0.5, seconds/2))")
-    parser.add_argument("--concurrency", type=int, default=64, help="callers in flight in the concurrent rows")
-    parser.add_argument("--ours-only", action="store_true",
-                        help="only trio-mcp->trio-mcp and the floor (no SDK needed)")
+    parser.add_argument(
+        "--warmup", type=float, default=None, help="warm-up before each row (default: min(0.5, seconds/2))"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=64, help="callers in flight in the concurrent rows"
+    )
+    parser.add_argument(
+        "--ours-only", action="store_true", help="only trio-mcp->trio-mcp and the floor (no SDK needed)"
+    )
     parser.add_argument("--no-sse", action="store_true", help="skip the SSE-response rows")
     parser.add_argument("--no-floor", action="store_true", help="skip the httpx->hypercorn floor rows")
     parser.add_argument("--handshake-only", action="store_true", help="skip the 2026-07-28 rows")
-    parser.add_argument("--sdk-python", type=Path, default=SDK_PYTHON,
-                        help="python of the venv holding the official SDK (default .cache/sdk-venv)")
-    parser.add_argument("--profile-server", type=Path, default=None, metavar="DIR",
-                        help="run trio-mcp's server under cProfile; write the stats into DIR")
+    parser.add_argument(
+        "--sdk-python",
+        type=Path,
+        default=SDK_PYTHON,
+        help="python of the venv holding the official SDK (default .cache/sdk-venv)",
+    )
+    parser.add_argument(
+        "--profile-server",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run trio-mcp's server under cProfile; write the stats into DIR",
+    )
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.concurrency < 1:
         parser.error("--seconds must be > 0 and --concurrency >= 1")
@@ -509,7 +587,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def selected_pairings(args: argparse.Namespace) -> list[tuple[str, str, str]]:
-    skipped = {m for m, skip in ((SSE, args.no_sse), (FLOOR, args.no_floor), (MODERN, args.handshake_only)) if skip}
+    skipped = {
+        m for m, skip in ((SSE, args.no_sse), (FLOOR, args.no_floor), (MODERN, args.handshake_only)) if skip
+    }
     pairings = [p for p in PAIRINGS if p[2] not in skipped]
     if args.ours_only:
         pairings = [p for p in pairings if p[0] == p[1] == OURS or p[2] == FLOOR]
@@ -535,8 +615,10 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_pairing(client, server, mode, args)
         except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
             if client == SDK and mode == MODERN:  # optional: report, keep going
-                print(f"bench_http: {pair_name(client, server)} {mode} failed (optional rows skipped): {exc}",
-                      file=sys.stderr)
+                print(
+                    f"bench_http: {pair_name(client, server)} {mode} failed (optional rows skipped): {exc}",
+                    file=sys.stderr,
+                )
                 continue
             failure = f"{pair_name(client, server)} {mode}: {exc}"
             break

@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _report import (  # noqa: E402
+from _report import (
     BENCH,
     PAYLOAD,
     default_warmup,
@@ -98,7 +98,9 @@ def run_ours(args: argparse.Namespace) -> list[dict[str, Any]]:
                 seconds=args.seconds,
                 open_group=trio.open_nursery,
             )
-            rows.append(make_row(IMPL, name, concurrency, latencies, args.seconds, protocol=client.protocol_version))
+            rows.append(
+                make_row(IMPL, name, concurrency, latencies, args.seconds, protocol=client.protocol_version)
+            )
 
     trio.run(main)
     return rows
@@ -107,10 +109,14 @@ def run_ours(args: argparse.Namespace) -> list[dict[str, Any]]:
 def run_sdk(args: argparse.Namespace) -> list[dict[str, Any]]:
     progress(f"{SDK} (subprocess: {args.sdk_python})")
     cmd = [
-        str(args.sdk_python), str(HERE / "sdk_inprocess.py"),
-        "--seconds", repr(args.seconds),
-        "--warmup", repr(args.warmup),
-        "--concurrency", str(args.concurrency),
+        str(args.sdk_python),
+        str(HERE / "sdk_inprocess.py"),
+        "--seconds",
+        repr(args.seconds),
+        "--warmup",
+        repr(args.warmup),
+        "--concurrency",
+        str(args.concurrency),
     ]
     if args.sdk_legacy_only:
         cmd.append("--legacy-only")
@@ -126,8 +132,9 @@ def run_sdk(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
-def ratios(ours: list[dict[str, Any]], sdk: list[dict[str, Any]], sdk_mode: str,
-           key: str = "calls_per_s") -> dict[str, float]:
+def ratios(
+    ours: list[dict[str, Any]], sdk: list[dict[str, Any]], sdk_mode: str, key: str = "calls_per_s"
+) -> dict[str, float]:
     """trio-mcp over SDK per row, for throughput (``calls_per_s``); for a
     latency ``key`` (``p50_us``) the SDK over trio-mcp, so > 1 is still better."""
     base = {r["concurrency"]: r[key] for r in sdk if r["mode"] == sdk_mode}
@@ -147,12 +154,19 @@ def progress(message: str) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="measured duration per row (default 3)")
-    parser.add_argument("--warmup", type=float, default=None,
-                        help="warm-up before each row (default: min(0.5, seconds/2))")
-    parser.add_argument("--concurrency", type=int, default=64, help="callers in flight in the concurrent rows")
+    parser.add_argument(
+        "--warmup", type=float, default=None, help="warm-up before each row (default: min(0.5, seconds/2))"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=64, help="callers in flight in the concurrent rows"
+    )
     parser.add_argument("--ours-only", action="store_true", help="skip the official SDK rows")
-    parser.add_argument("--sdk-python", type=Path, default=SDK_PYTHON,
-                        help="python of the venv holding the official SDK (default .cache/sdk-venv)")
+    parser.add_argument(
+        "--sdk-python",
+        type=Path,
+        default=SDK_PYTHON,
+        help="python of the venv holding the official SDK (default .cache/sdk-venv)",
+    )
     parser.add_argument("--sdk-legacy-only", action="store_true", help="skip the SDK's 2026-07-28 rows")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.concurrency < 1:
@@ -186,8 +200,12 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"in-process tools/call, echo tool, {args.seconds:g} s per row after {args.warmup:g} s warm-up")
     print(table(rows))
-    summary: dict[str, Any] = {"bench": BENCH, "summary": True, "seconds": args.seconds,
-                               "concurrency": args.concurrency}
+    summary: dict[str, Any] = {
+        "bench": BENCH,
+        "summary": True,
+        "seconds": args.seconds,
+        "concurrency": args.concurrency,
+    }
     if sdk:
         handshake = [r for r in ours if not r["mode"].endswith(" 2026")]
         modern = [r for r in ours if r["mode"].endswith(" 2026")]
@@ -204,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         if sdk_version:
             summary["sdk_version"] = sdk_version
         print()
-        print(f"trio-mcp / official SDK {sdk_version or ''} calls/s (and SDK / trio-mcp p50 latency), same era:")
+        print(
+            f"trio-mcp / official SDK {sdk_version or ''} calls/s (and SDK / trio-mcp p50 latency), same era:"
+        )
         for key, value in vs_legacy.items():
             print(f"  {key + ':':20} {value:5.1f}× SDK legacy     (p50 {p50_legacy[key]:4.1f}×)")
         p50_modern = summary.get("p50_ratios_vs_2026", {})

@@ -162,9 +162,7 @@ async def main(seconds: float) -> list[dict[str, Any]]:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    header = (
-        f"{'bench':<30} {'calls/s':>11} {'us/call':>9} {'p50 us':>9} {'p99 us':>9} {'vs floor':>9} {'p50/floor':>9}"
-    )
+    header = f"{'bench':<30} {'calls/s':>11} {'us/call':>9} {'p50 us':>9} {'p99 us':>9} {'vs floor':>9} {'p50/floor':>9}"
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -179,7 +177,9 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=2.0, help="duration of each row (default 2)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    print(f"# python {platform.python_version()}, trio {trio.__version__}, {platform.machine()}, load {load:.2f}")
+    print(
+        f"# python {platform.python_version()}, trio {trio.__version__}, {platform.machine()}, load {load:.2f}"
+    )
     results = trio.run(main, args.seconds)
     print_table(results)
     print(f"# load average after: {os.getloadavg()[0]:.2f} (other work on the machine skews every figure)")

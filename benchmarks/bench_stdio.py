@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _report import (  # noqa: E402
+from _report import (
     PAYLOAD,
     call_ratios,
     cpu_ns,
@@ -74,7 +74,10 @@ SDK = "mcp-sdk"
 HANDSHAKE = "handshake"
 MODERN = "2026-07-28"
 SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
-SERVER_SCRIPTS = {OURS: HERE / "servers" / "trio_echo_server.py", SDK: HERE / "servers" / "sdk_echo_server.py"}
+SERVER_SCRIPTS = {
+    OURS: HERE / "servers" / "trio_echo_server.py",
+    SDK: HERE / "servers" / "sdk_echo_server.py",
+}
 #: (client, server, mode), in the order they run. The handshake rows are
 #: required; the 2026-07-28 rows are reported if they work.
 PAIRINGS = [
@@ -100,8 +103,6 @@ def server_command(impl: str, args: argparse.Namespace) -> list[str]:
     return [python, str(SERVER_SCRIPTS[impl])]
 
 
-
-
 def peak_rss_kb(pid: int | None) -> int | None:
     """``VmHWM`` (peak resident set size, kB) of a live process (Linux)."""
     if pid is None:
@@ -116,15 +117,21 @@ def peak_rss_kb(pid: int | None) -> int | None:
     return None
 
 
-
-
 def rss_row(server: str, client: str, mode: str, kb: int, source: str = "VmHWM") -> dict[str, Any]:
-    return {"bench": BENCH, "kind": "rss", "impl": server, "client": client, "mode": mode,
-            "peak_rss_mb": round(kb / 1024, 1), "source": source}
+    return {
+        "bench": BENCH,
+        "kind": "rss",
+        "impl": server,
+        "client": client,
+        "mode": mode,
+        "peak_rss_mb": round(kb / 1024, 1),
+        "source": source,
+    }
 
 
-def spawn_row(impl: str, mode: str, samples_ns: list[int], cpu_samples_ns: list[int | None],
-              **extra: Any) -> dict[str, Any]:
+def spawn_row(
+    impl: str, mode: str, samples_ns: list[int], cpu_samples_ns: list[int | None], **extra: Any
+) -> dict[str, Any]:
     if not samples_ns:
         raise RuntimeError(f"{impl} {mode}: no spawn timed")
     ordered = sorted(samples_ns)
@@ -143,8 +150,6 @@ def spawn_row(impl: str, mode: str, samples_ns: list[int], cpu_samples_ns: list[
         "max_ms": round(ordered[-1] / 1e6, 1),
         **extra,
     }
-
-
 
 
 def check_protocol(mode: str, protocol: str | None) -> None:
@@ -188,11 +193,27 @@ def run_our_calls(server: str, mode: str, args: argparse.Namespace) -> list[dict
                 if check.is_error or check.content[0].text != PAYLOAD:
                     raise RuntimeError(f"unexpected echo result: {check!r}")
                 for concurrency in (1, args.concurrency):
-                    latencies = await measure(call, concurrency=concurrency, warmup=args.warmup,
-                                              seconds=args.seconds, open_group=trio.open_nursery)
-                    rows.append(make_row(pair_name(OURS, server), mode, concurrency, latencies, args.seconds,
-                                         bench=BENCH, kind="calls", client=OURS, server=server,
-                                         protocol=session.protocol_version))
+                    latencies = await measure(
+                        call,
+                        concurrency=concurrency,
+                        warmup=args.warmup,
+                        seconds=args.seconds,
+                        open_group=trio.open_nursery,
+                    )
+                    rows.append(
+                        make_row(
+                            pair_name(OURS, server),
+                            mode,
+                            concurrency,
+                            latencies,
+                            args.seconds,
+                            bench=BENCH,
+                            kind="calls",
+                            client=OURS,
+                            server=server,
+                            protocol=session.protocol_version,
+                        )
+                    )
                 kb = peak_rss_kb(transport.pid)
             # leaving open_session closed the stream: the server was stopped and reaped
         if kb is None:
@@ -238,15 +259,25 @@ def run_our_spawns(mode: str, args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def run_sdk_client(what: str, server: str, mode: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     cmd = [
-        str(args.sdk_python), str(HERE / "sdk_stdio_client.py"), what,
-        "--mode", "legacy" if mode == HANDSHAKE else "auto",
-        "--label", mode,
-        "--server-impl", server,
-        "--seconds", repr(args.seconds),
-        "--warmup", repr(args.warmup),
-        "--concurrency", str(args.concurrency),
-        "--spawns", str(args.spawns),
-        "--", *server_command(server, args),
+        str(args.sdk_python),
+        str(HERE / "sdk_stdio_client.py"),
+        what,
+        "--mode",
+        "legacy" if mode == HANDSHAKE else "auto",
+        "--label",
+        mode,
+        "--server-impl",
+        server,
+        "--seconds",
+        repr(args.seconds),
+        "--warmup",
+        repr(args.warmup),
+        "--concurrency",
+        str(args.concurrency),
+        "--spawns",
+        str(args.spawns),
+        "--",
+        *server_command(server, args),
     ]
     env = sdk_env()
     if what == "calls":
@@ -261,13 +292,23 @@ def run_sdk_client(what: str, server: str, mode: str, args: argparse.Namespace) 
         proc.communicate()
         raise
     if proc.returncode != 0:
-        raise RuntimeError(f"the SDK client ({what}, {server} server, {mode}) exited with status {proc.returncode}")
+        raise RuntimeError(
+            f"the SDK client ({what}, {server} server, {mode}) exited with status {proc.returncode}"
+        )
     objects = [o for o in parse_json_lines(out) if o.get("bench") == BENCH]
     rows: list[dict[str, Any]] = []
     for obj in objects:
         if obj.get("kind") == "spawn-samples":
-            rows.append(spawn_row(SDK, mode, obj["samples_ns"], obj.get("cpu_ns", []), protocol=obj.get("protocol"),
-                                  sdk_version=obj.get("sdk_version")))
+            rows.append(
+                spawn_row(
+                    SDK,
+                    mode,
+                    obj["samples_ns"],
+                    obj.get("cpu_ns", []),
+                    protocol=obj.get("protocol"),
+                    sdk_version=obj.get("sdk_version"),
+                )
+            )
         else:
             rows.append(obj)
     for row in rows:
@@ -275,33 +316,40 @@ def run_sdk_client(what: str, server: str, mode: str, args: argparse.Namespace) 
             check_protocol(mode, row.get("protocol"))
     expected = 3 if what == "calls" else 1
     if len(rows) != expected:
-        raise RuntimeError(f"the SDK client ({what}, {server} server, {mode}) printed {len(rows)} rows, not {expected}")
+        raise RuntimeError(
+            f"the SDK client ({what}, {server} server, {mode}) printed {len(rows)} rows, not {expected}"
+        )
     return rows
 
 
 # -------------------------------------------------------------------- report
 
 
-
-
-
-
-
-
 def simple_table(header: tuple[str, ...], body: list[tuple[str, ...]], left: int) -> str:
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
 
     def fmt(cells: tuple[str, ...]) -> str:
-        return "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        )
 
     return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(b) for b in body)])
 
 
-def summarize(calls: list[dict[str, Any]], spawns: list[dict[str, Any]], rss: list[dict[str, Any]],
-              args: argparse.Namespace) -> dict[str, Any]:
+def summarize(
+    calls: list[dict[str, Any]],
+    spawns: list[dict[str, Any]],
+    rss: list[dict[str, Any]],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     cs = (1, args.concurrency)
-    summary: dict[str, Any] = {"bench": BENCH, "summary": True, "seconds": args.seconds,
-                               "concurrency": args.concurrency, "spawns": args.spawns}
+    summary: dict[str, Any] = {
+        "bench": BENCH,
+        "summary": True,
+        "seconds": args.seconds,
+        "concurrency": args.concurrency,
+        "spawns": args.spawns,
+    }
     own, sdk = (OURS, OURS, HANDSHAKE), (SDK, SDK, HANDSHAKE)
     summary["ratios"] = call_ratios(calls, own, sdk, cs)
     summary["p50_ratios"] = call_ratios(calls, own, sdk, cs, "p50_us")
@@ -324,8 +372,10 @@ def summarize(calls: list[dict[str, Any]], spawns: list[dict[str, Any]], rss: li
         summary["spawn_median_ratio"] = value
         summary["spawn_p90_ratio"] = ratio(ours_spawn, sdk_spawn, "p90_ms")
     summary["rss_mb"] = {f"{r['impl']} ({r['client']} client, {r['mode']})": r["peak_rss_mb"] for r in rss}
-    ours_rss, sdk_rss = (find(rss, impl=OURS, client=OURS, mode=HANDSHAKE),
-                         find(rss, impl=SDK, client=SDK, mode=HANDSHAKE))
+    ours_rss, sdk_rss = (
+        find(rss, impl=OURS, client=OURS, mode=HANDSHAKE),
+        find(rss, impl=SDK, client=SDK, mode=HANDSHAKE),
+    )
     if (value := ratio(ours_rss, sdk_rss, "peak_rss_mb")) is not None:
         summary["rss_ratio"] = value
     versions = {r["sdk_version"] for r in calls + spawns if r.get("sdk_version")}
@@ -335,23 +385,51 @@ def summarize(calls: list[dict[str, Any]], spawns: list[dict[str, Any]], rss: li
     return summary
 
 
-def print_report(calls: list[dict[str, Any]], spawns: list[dict[str, Any]], rss: list[dict[str, Any]],
-                 summary: dict[str, Any], args: argparse.Namespace) -> None:
+def print_report(
+    calls: list[dict[str, Any]],
+    spawns: list[dict[str, Any]],
+    rss: list[dict[str, Any]],
+    summary: dict[str, Any],
+    args: argparse.Namespace,
+) -> None:
     print()
-    print(f"stdio tools/call, echo tool, {args.seconds:g} s per row after {args.warmup:g} s warm-up "
-          f"(impl = client->server)")
+    print(
+        f"stdio tools/call, echo tool, {args.seconds:g} s per row after {args.warmup:g} s warm-up "
+        f"(impl = client->server)"
+    )
     print(table(calls))
     print()
-    print(f"spawn -> initialized session, {args.spawns} spawns after 1 warm-up (each client against its own server;"
-          " server CPU = CPU time the server had used by then, median)")
-    print(simple_table(("impl", "mode", "median ms", "p90 ms", "min ms", "max ms", "server CPU ms"),
-                       [(r["impl"], r["mode"], f"{r['median_ms']:.1f}", f"{r['p90_ms']:.1f}",
-                         f"{r['min_ms']:.1f}", f"{r['max_ms']:.1f}",
-                         f"{r['server_cpu_ms']:.1f}" if "server_cpu_ms" in r else "n/a") for r in spawns], 2))
+    print(
+        f"spawn -> initialized session, {args.spawns} spawns after 1 warm-up (each client against its own server;"
+        " server CPU = CPU time the server had used by then, median)"
+    )
+    print(
+        simple_table(
+            ("impl", "mode", "median ms", "p90 ms", "min ms", "max ms", "server CPU ms"),
+            [
+                (
+                    r["impl"],
+                    r["mode"],
+                    f"{r['median_ms']:.1f}",
+                    f"{r['p90_ms']:.1f}",
+                    f"{r['min_ms']:.1f}",
+                    f"{r['max_ms']:.1f}",
+                    f"{r['server_cpu_ms']:.1f}" if "server_cpu_ms" in r else "n/a",
+                )
+                for r in spawns
+            ],
+            2,
+        )
+    )
     print()
     print("server peak RSS (VmHWM at the end of its throughput run)")
-    print(simple_table(("server", "client", "mode", "peak MB"),
-                       [(r["impl"], r["client"], r["mode"], f"{r['peak_rss_mb']:.1f}") for r in rss], 3))
+    print(
+        simple_table(
+            ("server", "client", "mode", "peak MB"),
+            [(r["impl"], r["client"], r["mode"], f"{r['peak_rss_mb']:.1f}") for r in rss],
+            3,
+        )
+    )
     if not summary["ratios"]:
         return
     print()
@@ -376,15 +454,21 @@ def print_report(calls: list[dict[str, Any]], spawns: list[dict[str, Any]], rss:
     if ours_spawn and sdk_spawn:
         cpu = ""
         if "server_cpu_ms" in ours_spawn and "server_cpu_ms" in sdk_spawn:
-            cpu = (f" (server CPU {ours_spawn['server_cpu_ms']:.0f} ms vs {sdk_spawn['server_cpu_ms']:.0f} ms"
-                   f" = {ours_spawn['server_cpu_ms'] / sdk_spawn['server_cpu_ms']:.2f}×)")
-        print(f"  spawn->initialized median: {ours_spawn['median_ms']:.0f} ms vs {sdk_spawn['median_ms']:.0f} ms"
-              f" = {summary['spawn_median_ratio']:.2f}×{cpu}   [target ≤ {TARGETS['spawn_median_ms']:g} ms]")
+            cpu = (
+                f" (server CPU {ours_spawn['server_cpu_ms']:.0f} ms vs {sdk_spawn['server_cpu_ms']:.0f} ms"
+                f" = {ours_spawn['server_cpu_ms'] / sdk_spawn['server_cpu_ms']:.2f}×)"
+            )
+        print(
+            f"  spawn->initialized median: {ours_spawn['median_ms']:.0f} ms vs {sdk_spawn['median_ms']:.0f} ms"
+            f" = {summary['spawn_median_ratio']:.2f}×{cpu}   [target ≤ {TARGETS['spawn_median_ms']:g} ms]"
+        )
     ours_rss = find(rss, impl=OURS, client=OURS, mode=HANDSHAKE)
     sdk_rss = find(rss, impl=SDK, client=SDK, mode=HANDSHAKE)
     if ours_rss and sdk_rss:
-        print(f"  server peak RSS: {ours_rss['peak_rss_mb']:.1f} MB vs {sdk_rss['peak_rss_mb']:.1f} MB"
-              f" = {summary['rss_ratio']:.2f}×   [target ≤ {TARGETS['rss_mb']:g} MB]")
+        print(
+            f"  server peak RSS: {ours_rss['peak_rss_mb']:.1f} MB vs {sdk_rss['peak_rss_mb']:.1f} MB"
+            f" = {summary['rss_ratio']:.2f}×   [target ≤ {TARGETS['rss_mb']:g} MB]"
+        )
 
 
 # ---------------------------------------------------------------- importtime
@@ -396,10 +480,20 @@ def import_profile(runs: int = 5, top: int = 15) -> int:
     fastest of ``runs`` runs."""
     best: list[tuple[int, int, str]] | None = None
     # As a spawned server runs: bytecode caches written (the first run warms them up).
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONHOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONHOME")
+    }
     for _ in range(runs):
-        proc = subprocess.run([sys.executable, "-X", "importtime", str(SERVER_SCRIPTS[OURS]), "--import-only"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", str(SERVER_SCRIPTS[OURS]), "--import-only"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         entries = []
         for line in proc.stderr.splitlines():
             m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)", line)
@@ -421,9 +515,25 @@ def import_profile(runs: int = 5, top: int = 15) -> int:
     print("heaviest imports (cumulative):")
     for self_us, cum_us, name in sorted(best, key=lambda e: -e[1])[:top]:
         print(f"  {name:40} {cum_us / 1000:7.1f} ms (self {self_us / 1000:.1f})")
-    heavy = sorted({n.split(".")[0] for _, _, n in best} & {"hypercorn", "httpx", "httpcore", "h11", "h2",
-                                                           "jsonschema", "trio_websocket", "wsproto", "anyio",
-                                                           "cattrs", "pydantic", "asyncio", "ssl", "email"})
+    heavy = sorted(
+        {n.split(".")[0] for _, _, n in best}
+        & {
+            "hypercorn",
+            "httpx",
+            "httpcore",
+            "h11",
+            "h2",
+            "jsonschema",
+            "trio_websocket",
+            "wsproto",
+            "anyio",
+            "cattrs",
+            "pydantic",
+            "asyncio",
+            "ssl",
+            "email",
+        }
+    )
     print(f"optional-looking packages imported: {', '.join(heavy) or 'none'}")
     return 0
 
@@ -433,17 +543,32 @@ def import_profile(runs: int = 5, top: int = 15) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="measured duration per throughput row (default 3)")
-    parser.add_argument("--warmup", type=float, default=None,
-                        help="warm-up before each throughput row (default: min(0.5, seconds/2))")
-    parser.add_argument("--concurrency", type=int, default=64, help="callers in flight in the concurrent rows")
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="measured duration per throughput row (default 3)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="warm-up before each throughput row (default: min(0.5, seconds/2))",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=64, help="callers in flight in the concurrent rows"
+    )
     parser.add_argument("--spawns", type=int, default=20, help="timed spawns per spawn row (default 20)")
     parser.add_argument("--ours-only", action="store_true", help="only trio-mcp->trio-mcp (no SDK needed)")
     parser.add_argument("--handshake-only", action="store_true", help="skip the 2026-07-28 rows")
-    parser.add_argument("--sdk-python", type=Path, default=SDK_PYTHON,
-                        help="python of the venv holding the official SDK (default .cache/sdk-venv)")
-    parser.add_argument("--importtime", action="store_true",
-                        help="only profile the imports of trio-mcp's stdio server and exit")
+    parser.add_argument(
+        "--sdk-python",
+        type=Path,
+        default=SDK_PYTHON,
+        help="python of the venv holding the official SDK (default .cache/sdk-venv)",
+    )
+    parser.add_argument(
+        "--importtime",
+        action="store_true",
+        help="only profile the imports of trio-mcp's stdio server and exit",
+    )
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.concurrency < 1 or args.spawns < 1:
         parser.error("--seconds must be > 0, --concurrency and --spawns >= 1")
@@ -473,14 +598,21 @@ def main(argv: list[str] | None = None) -> int:
         if client == OURS:
             jobs.append((name, mode == HANDSHAKE, lambda s=server, m=mode: run_our_calls(s, m, args)))
         else:
-            jobs.append((name, mode == HANDSHAKE, lambda s=server, m=mode: run_sdk_client("calls", s, m, args)))
+            jobs.append(
+                (name, mode == HANDSHAKE, lambda s=server, m=mode: run_sdk_client("calls", s, m, args))
+            )
     for mode in (HANDSHAKE, MODERN):
         if args.handshake_only and mode == MODERN:
             continue
         jobs.append((f"spawn {OURS} {mode}", mode == HANDSHAKE, lambda m=mode: run_our_spawns(m, args)))
         if not args.ours_only:
-            jobs.append((f"spawn {SDK} {mode}", mode == HANDSHAKE,
-                         lambda m=mode: run_sdk_client("spawn", SDK, m, args)))
+            jobs.append(
+                (
+                    f"spawn {SDK} {mode}",
+                    mode == HANDSHAKE,
+                    lambda m=mode: run_sdk_client("spawn", SDK, m, args),
+                )
+            )
 
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
@@ -491,8 +623,10 @@ def main(argv: list[str] | None = None) -> int:
             rows += job()
         except Exception as exc:  # report, keep the other rows
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
-            print(f"bench_stdio: {name} failed{'' if required else ' (optional row skipped)'}: {exc}",
-                  file=sys.stderr)
+            print(
+                f"bench_stdio: {name} failed{'' if required else ' (optional row skipped)'}: {exc}",
+                file=sys.stderr,
+            )
             if not required:
                 failures.pop()
 
@@ -503,8 +637,10 @@ def main(argv: list[str] | None = None) -> int:
     # other work on the machine skews every figure: say how busy it was
     summary["load_average"] = [load_before, load_average()]
     print_report(calls, spawns, rss, summary, args)
-    print(f"\n1-minute load average: {load_before} before, {summary['load_average'][1]} after "
-          f"({os.cpu_count()} CPUs)")
+    print(
+        f"\n1-minute load average: {load_before} before, {summary['load_average'][1]} after "
+        f"({os.cpu_count()} CPUs)"
+    )
     print()
     for row in calls + spawns + rss:
         json_line(row)

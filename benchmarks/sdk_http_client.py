@@ -22,17 +22,16 @@ import time
 from importlib.metadata import version
 
 import anyio
-from mcp import Client
-
 from _report import PAYLOAD, cpu_ns, default_warmup, json_line, make_row, measure
+from mcp import Client
 
 BENCH = "http"
 CLIENT = "mcp-sdk"
 
 
-
-
-async def sample_cpu(out: dict[str, int | None], warmup: float, seconds: float, server_pid: int | None) -> None:
+async def sample_cpu(
+    out: dict[str, int | None], warmup: float, seconds: float, server_pid: int | None
+) -> None:
     """CPU time of this process and of the server over the measured window
     (``measure`` starts the window ``warmup`` after it is called)."""
     await anyio.sleep(warmup)
@@ -62,27 +61,48 @@ async def run(args: argparse.Namespace) -> None:
             cpu: dict[str, int | None] = {}
             async with anyio.create_task_group() as tg:
                 tg.start_soon(sample_cpu, cpu, args.warmup, args.seconds, args.server_pid)
-                latencies = await measure(call, concurrency=concurrency, warmup=args.warmup,
-                                          seconds=args.seconds, open_group=anyio.create_task_group)
-            json_line(make_row(
-                f"{CLIENT}->{args.server_impl}", args.label, concurrency, latencies, args.seconds,
-                bench=BENCH, kind="calls", client=CLIENT, server=args.server_impl, protocol=protocol,
-                client_cpu_us=per_call_us(cpu.get("client"), len(latencies)),
-                server_cpu_us=per_call_us(cpu.get("server"), len(latencies)),
-                sdk_version=sdk_version,
-            ))
+                latencies = await measure(
+                    call,
+                    concurrency=concurrency,
+                    warmup=args.warmup,
+                    seconds=args.seconds,
+                    open_group=anyio.create_task_group,
+                )
+            json_line(
+                make_row(
+                    f"{CLIENT}->{args.server_impl}",
+                    args.label,
+                    concurrency,
+                    latencies,
+                    args.seconds,
+                    bench=BENCH,
+                    kind="calls",
+                    client=CLIENT,
+                    server=args.server_impl,
+                    protocol=protocol,
+                    client_cpu_us=per_call_us(cpu.get("client"), len(latencies)),
+                    server_cpu_us=per_call_us(cpu.get("server"), len(latencies)),
+                    sdk_version=sdk_version,
+                )
+            )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the server's MCP endpoint")
     parser.add_argument("--mode", choices=("legacy", "auto"), default="legacy", help="SDK Client mode")
-    parser.add_argument("--server-impl", default="mcp-sdk", help="name of the server implementation, for the rows")
+    parser.add_argument(
+        "--server-impl", default="mcp-sdk", help="name of the server implementation, for the rows"
+    )
     parser.add_argument("--server-pid", type=int, default=None, help="the server's pid, to read its CPU time")
     parser.add_argument("--label", default="json", help="the rows' mode label")
     parser.add_argument("--seconds", type=float, default=3.0, help="measured duration per row")
-    parser.add_argument("--warmup", type=float, default=None, help="warm-up per row (default: min(0.5, seconds/2))")
-    parser.add_argument("--concurrency", type=int, default=64, help="callers in flight for the concurrent row")
+    parser.add_argument(
+        "--warmup", type=float, default=None, help="warm-up per row (default: min(0.5, seconds/2))"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=64, help="callers in flight for the concurrent row"
+    )
     args = parser.parse_args(argv)
     if args.warmup is None:
         args.warmup = default_warmup(args.seconds)

@@ -33,10 +33,9 @@ import traceback
 from importlib.metadata import version
 
 import anyio
+from _report import PAYLOAD, default_warmup, json_line, make_row, measure
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-
-from _report import PAYLOAD, default_warmup, json_line, make_row, measure
 
 IMPL = "mcp-sdk"
 
@@ -71,8 +70,17 @@ async def run_mode(app: MCPServer, client_mode: str, label: str, args: argparse.
                 seconds=args.seconds,
                 open_group=anyio.create_task_group,
             )
-            json_line(make_row(IMPL, label, concurrency, latencies, args.seconds,
-                               protocol=protocol, sdk_version=sdk_version))
+            json_line(
+                make_row(
+                    IMPL,
+                    label,
+                    concurrency,
+                    latencies,
+                    args.seconds,
+                    protocol=protocol,
+                    sdk_version=sdk_version,
+                )
+            )
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -90,8 +98,12 @@ async def main(args: argparse.Namespace) -> int:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="measured duration per row")
-    parser.add_argument("--warmup", type=float, default=None, help="warm-up per row (default: min(0.5, seconds/2))")
-    parser.add_argument("--concurrency", type=int, default=64, help="callers in flight for the concurrent rows")
+    parser.add_argument(
+        "--warmup", type=float, default=None, help="warm-up per row (default: min(0.5, seconds/2))"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=64, help="callers in flight for the concurrent rows"
+    )
     parser.add_argument("--legacy-only", action="store_true", help="skip the mode='auto' (2026-07-28) rows")
     args = parser.parse_args(argv)
     if args.warmup is None:

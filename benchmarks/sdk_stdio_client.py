@@ -32,10 +32,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 import anyio
+from _report import PAYLOAD, cpu_ns, default_warmup, json_line, make_row, measure
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
-from _report import PAYLOAD, cpu_ns, default_warmup, json_line, make_row, measure
 
 BENCH = "stdio"
 CLIENT = "mcp-sdk"
@@ -84,8 +83,6 @@ def peak_rss_kb(pid: int) -> int | None:
     return None
 
 
-
-
 def make_client(args: argparse.Namespace) -> Client:
     params = StdioServerParameters(command=args.server[0], args=list(args.server[1:]), cwd=os.getcwd())
     return Client(params, mode=args.mode, cache=None)
@@ -114,17 +111,38 @@ async def run_calls(args: argparse.Namespace) -> None:
                 seconds=args.seconds,
                 open_group=anyio.create_task_group,
             )
-            json_line(make_row(f"{CLIENT}->{args.server_impl}", args.label, concurrency, latencies, args.seconds,
-                               bench=BENCH, kind="calls", client=CLIENT, server=args.server_impl,
-                               protocol=protocol, sdk_version=sdk_version))
+            json_line(
+                make_row(
+                    f"{CLIENT}->{args.server_impl}",
+                    args.label,
+                    concurrency,
+                    latencies,
+                    args.seconds,
+                    bench=BENCH,
+                    kind="calls",
+                    client=CLIENT,
+                    server=args.server_impl,
+                    protocol=protocol,
+                    sdk_version=sdk_version,
+                )
+            )
         if pid is not None:
             rss_kb = peak_rss_kb(pid)
     source = "VmHWM"
     if rss_kb is None:  # the server was our only child, and it has been reaped
         rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         source = "ru_maxrss"
-    json_line({"bench": BENCH, "kind": "rss", "impl": args.server_impl, "client": CLIENT, "mode": args.label,
-               "peak_rss_mb": round(rss_kb / 1024, 1), "source": source})
+    json_line(
+        {
+            "bench": BENCH,
+            "kind": "rss",
+            "impl": args.server_impl,
+            "client": CLIENT,
+            "mode": args.label,
+            "peak_rss_mb": round(rss_kb / 1024, 1),
+            "source": source,
+        }
+    )
 
 
 async def run_spawn(args: argparse.Namespace) -> None:
@@ -142,8 +160,18 @@ async def run_spawn(args: argparse.Namespace) -> None:
         if i:
             samples.append(ready - begin)
             cpu_samples.append(cpu)
-    json_line({"bench": BENCH, "kind": "spawn-samples", "impl": CLIENT, "mode": args.label, "protocol": protocol,
-               "samples_ns": samples, "cpu_ns": cpu_samples, "sdk_version": version("mcp")})
+    json_line(
+        {
+            "bench": BENCH,
+            "kind": "spawn-samples",
+            "impl": CLIENT,
+            "mode": args.label,
+            "protocol": protocol,
+            "samples_ns": samples,
+            "cpu_ns": cpu_samples,
+            "sdk_version": version("mcp"),
+        }
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -151,10 +179,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("what", choices=("calls", "spawn"))
     parser.add_argument("--mode", choices=("legacy", "auto"), default="legacy", help="SDK Client mode")
     parser.add_argument("--label", default=None, help="the rows' mode label (default: --mode)")
-    parser.add_argument("--server-impl", default="mcp-sdk", help="name of the server implementation, for the rows")
+    parser.add_argument(
+        "--server-impl", default="mcp-sdk", help="name of the server implementation, for the rows"
+    )
     parser.add_argument("--seconds", type=float, default=3.0, help="measured duration per row")
-    parser.add_argument("--warmup", type=float, default=None, help="warm-up per row (default: min(0.5, seconds/2))")
-    parser.add_argument("--concurrency", type=int, default=64, help="callers in flight for the concurrent row")
+    parser.add_argument(
+        "--warmup", type=float, default=None, help="warm-up per row (default: min(0.5, seconds/2))"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=64, help="callers in flight for the concurrent row"
+    )
     parser.add_argument("--spawns", type=int, default=20, help="timed spawns (spawn)")
     parser.add_argument("server", nargs="+", help="-- command and arguments of the stdio server")
     args = parser.parse_args(argv)

@@ -144,7 +144,9 @@ class Handlers:
     async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult:
         self.samplings.append(params)
         return CreateMessageResult(
-            role="assistant", content=TextContent(text="A canned answer."), model="conformance-model",
+            role="assistant",
+            content=TextContent(text="A canned answer."),
+            model="conformance-model",
             stop_reason="endTurn",
         )
 
@@ -252,7 +254,8 @@ def client_credentials_for(context: dict[str, Any]) -> ClientCredentials:
         raise ScenarioFailed("MCP_CONFORMANCE_CONTEXT names no client_id")
     if context.get("private_key_pem"):
         return ClientCredentials(
-            client_id=context["client_id"], private_key=context["private_key_pem"],
+            client_id=context["client_id"],
+            private_key=context["private_key_pem"],
             signing_algorithm=context.get("signing_algorithm") or "ES256",
         )
     if context.get("client_secret"):
@@ -272,7 +275,9 @@ def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuthClientAu
             client_id=context["client_id"], client_secret=context.get("client_secret")
         )
     return OAuthClientAuth(
-        url, client_metadata=ClientMetadata(client_name=CLIENT_INFO.name), clients=clients,
+        url,
+        client_metadata=ClientMetadata(client_name=CLIENT_INFO.name),
+        clients=clients,
         client_metadata_url=CLIENT_METADATA_URL,
     )
 

@@ -57,7 +57,7 @@ from trio_mcp.protocol import (
 )
 from trio_mcp.server import Audio, Context, Image, MCPServer
 
-__all__ = ["app", "main", "add_stateless_fixtures", "PNG_1X1_RED", "WAV_SILENCE"]
+__all__ = ["PNG_1X1_RED", "WAV_SILENCE", "add_stateless_fixtures", "app", "main"]
 
 
 # ------------------------------------------------------------------ media
@@ -296,7 +296,7 @@ JSON_SCHEMA_2020_12_INPUT: dict[str, Any] = {
 def json_schema_2020_12_tool(
     name: str | None = None,
     address: Address | None = None,
-    contactMethod: str | None = None,  # noqa: N803 - wire name
+    contactMethod: str | None = None,
     phone: str | None = None,
     email: str | None = None,
 ) -> str:
@@ -312,8 +312,6 @@ async def test_reconnection(ctx: Context) -> str:
     await close_sse_stream(ctx)  # a no-op on other transports
     await trio.sleep(0.1)
     return "Reconnection test completed successfully"
-
-
 
 
 # -------------------------------------------------------------- resources
@@ -332,7 +330,7 @@ def static_binary() -> bytes:
 
 
 @app.resource("test://template/{id}/data", name="template-data", mime_type="application/json")
-def template_data(id: str) -> str:  # noqa: A002 - the template variable is called "id"
+def template_data(id: str) -> str:
     """Data for any id, substituted from the URI."""
     return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))
 
@@ -376,7 +374,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
 
 
 @app.prompt
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMessage]:  # noqa: N803 - wire name
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMessage]:
     """A prompt embedding a resource.
 
     Args:
@@ -600,7 +598,9 @@ def add_stateless_fixtures(server: MCPServer = app) -> None:
         name = answer(elicited(got["user_name"]), "name")
         return CallToolResult(content=[TextContent(text=f"Hello, {name}! All three inputs received.")])
 
-    server.set_request_handler("tools/call", CallToolRequestParams, call_tool_fixed_keys, own_request_state=True)
+    server.set_request_handler(
+        "tools/call", CallToolRequestParams, call_tool_fixed_keys, own_request_state=True
+    )
 
 
 # ---------------------------------------------------------------- helpers

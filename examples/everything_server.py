@@ -42,7 +42,7 @@ import trio
 from trio_mcp.protocol import InvalidParams, ResourceContents, ToolAnnotations
 from trio_mcp.server import Audio, Context, Image, MCPServer
 
-__all__ = ["app", "main", "DemoState", "Weather"]
+__all__ = ["DemoState", "Weather", "app", "main"]
 
 
 # ------------------------------------------------------------------ media

@@ -43,7 +43,7 @@ from trio_mcp.protocol import (
 )
 from trio_mcp.server import Context, MCPServer, ServerSession
 
-__all__ = ["app", "main", "RootsServer", "RootInfo", "Entry", "Listing"]
+__all__ = ["Entry", "Listing", "RootInfo", "RootsServer", "app", "main"]
 
 ROOTS_URI = "roots://current"
 #: Entries ``list_directory`` returns at most.

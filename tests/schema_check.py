@@ -27,10 +27,10 @@ from trio_mcp.protocol import encode
 __all__ = [
     "SCHEMA_DIR",
     "VERSIONS",
-    "validate_message",
-    "validate_definition",
-    "schema_methods",
     "definitions",
+    "schema_methods",
+    "validate_definition",
+    "validate_message",
 ]
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "data" / "mcp-schema"
@@ -87,7 +87,7 @@ class _VersionSchema:
     def result_definition(self, method: str) -> tuple[str, bool]:
         """(definition name, whether it describes the whole response message)."""
         request = self.requests[method]
-        stem = request[: -len("Request")] if request.endswith("Request") else request
+        stem = request.removesuffix("Request")
         if f"{stem}ResultResponse" in self.defs:
             return f"{stem}ResultResponse", True
         if f"{stem}Result" in self.defs:
@@ -178,8 +178,9 @@ def validate_message(
     schema.check(data, "JSONRPCMessage", "message")
     items = data if isinstance(data, list) else [data]
     for item in items:
-        _validate_item(schema, item, method=method if not isinstance(data, list) else None,
-                       sender=sender, strict=strict)
+        _validate_item(
+            schema, item, method=method if not isinstance(data, list) else None, sender=sender, strict=strict
+        )
     return data
 
 

@@ -33,8 +33,16 @@ MODERN = "2026-07-28"
 FLOOR = ("httpx", "hypercorn", "floor")
 EXPECTED = {
     (c, s, mode, n)
-    for c, s, mode in [(OURS, OURS, "json"), (SDK, SDK, "json"), (SDK, OURS, "json"), (OURS, SDK, "json"),
-                       (OURS, OURS, MODERN), FLOOR, (OURS, OURS, "sse"), (SDK, SDK, "sse")]
+    for c, s, mode in [
+        (OURS, OURS, "json"),
+        (SDK, SDK, "json"),
+        (SDK, OURS, "json"),
+        (OURS, SDK, "json"),
+        (OURS, OURS, MODERN),
+        FLOOR,
+        (OURS, OURS, "sse"),
+        (SDK, SDK, "sse"),
+    ]
     for n in (1, 64)
 }
 OPTIONAL = {(SDK, SDK, MODERN, n) for n in (1, 64)}

@@ -69,7 +69,9 @@ def test_bench_stdio_runs_and_reports_every_row() -> None:
     calls = [r for r in rows if r["kind"] == "calls"]
     seen = {(r["client"], r["server"], r["mode"], r["concurrency"]) for r in calls}
     assert EXPECTED_CALLS <= seen, f"missing rows: {EXPECTED_CALLS - seen}"
-    assert seen <= EXPECTED_CALLS | OPTIONAL_CALLS, f"unexpected rows: {seen - EXPECTED_CALLS - OPTIONAL_CALLS}"
+    assert seen <= EXPECTED_CALLS | OPTIONAL_CALLS, (
+        f"unexpected rows: {seen - EXPECTED_CALLS - OPTIONAL_CALLS}"
+    )
     assert len(calls) == len(seen), "a row was printed twice"
     for row in calls:
         for key in ("calls_per_s", "mean_us", "p50_us", "p99_us", "calls"):

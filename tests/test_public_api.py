@@ -51,8 +51,14 @@ def test_top_level_exports_are_exactly_the_curated_set() -> None:
 
 
 def test_every_export_exists_and_public_classes_are_documented() -> None:
-    for module in (trio_mcp, trio_mcp.protocol, trio_mcp.server, trio_mcp.supervision,
-                   trio_mcp.testing, trio_mcp.transports):
+    for module in (
+        trio_mcp,
+        trio_mcp.protocol,
+        trio_mcp.server,
+        trio_mcp.supervision,
+        trio_mcp.testing,
+        trio_mcp.transports,
+    ):
         for name in module.__all__:
             obj = getattr(module, name)  # AttributeError is the failure
             if isinstance(obj, type) and module is not trio_mcp.protocol:
@@ -60,13 +66,27 @@ def test_every_export_exists_and_public_classes_are_documented() -> None:
 
 
 def test_errors_form_one_hierarchy_with_distinct_codes() -> None:
-    names = ["ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError",
-             "ServerOverloaded", "ResourceNotFound", "MissingClientCapability",
-             "UnsupportedProtocolVersion", "ConnectionClosed"]
+    names = [
+        "ParseError",
+        "InvalidRequest",
+        "MethodNotFound",
+        "InvalidParams",
+        "InternalError",
+        "ServerOverloaded",
+        "ResourceNotFound",
+        "MissingClientCapability",
+        "UnsupportedProtocolVersion",
+        "ConnectionClosed",
+    ]
     errors = [getattr(trio_mcp, n) for n in names]
     assert all(issubclass(e, trio_mcp.McpError) for e in errors)
     codes = [e.code for e in errors]
     assert len(codes) == len(set(codes)), codes
-    assert (trio_mcp.ParseError.code, trio_mcp.InvalidRequest.code, trio_mcp.MethodNotFound.code,
-            trio_mcp.InvalidParams.code, trio_mcp.InternalError.code) == (-32700, -32600, -32601, -32602, -32603)
+    assert (
+        trio_mcp.ParseError.code,
+        trio_mcp.InvalidRequest.code,
+        trio_mcp.MethodNotFound.code,
+        trio_mcp.InvalidParams.code,
+        trio_mcp.InternalError.code,
+    ) == (-32700, -32600, -32601, -32602, -32603)
     assert trio_mcp.ResourceNotFound.code == -32002

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_readme_python_example_runs() -> None:
     text = (ROOT / "README.md").read_text()
-    code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    code = re.findall(r"```python\n(.*?)```", text, re.DOTALL)[0]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["liftoff", "Hello, world!"]
@@ -19,7 +19,9 @@ def test_readme_python_example_runs() -> None:
 def test_demo_command_shows_a_working_session() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "trio_mcp.cli", "demo", "--calls", "50", "--fleet-calls", "120"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert "add(2, 40) -> {'result': 42}" in out.stdout

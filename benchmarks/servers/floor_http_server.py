@@ -85,6 +85,7 @@ def main(argv: list[str]) -> int:
                     return
 
         async with trio.open_nursery() as watchers:
+
             async def first(fn: Callable[[], Awaitable[None]]) -> None:
                 await fn()
                 watchers.cancel_scope.cancel()
@@ -92,8 +93,9 @@ def main(argv: list[str]) -> int:
             watchers.start_soon(first, signals)
             watchers.start_soon(first, stdin_closed)
 
-    async def run_hypercorn(config: Config, trigger: Callable[[], Awaitable[None]], *,
-                            task_status: trio.TaskStatus[list[str]]) -> None:
+    async def run_hypercorn(
+        config: Config, trigger: Callable[[], Awaitable[None]], *, task_status: trio.TaskStatus[list[str]]
+    ) -> None:
         await serve(app, config, shutdown_trigger=trigger, task_status=task_status)
 
     async def serve_until_stopped() -> None:

@@ -25,13 +25,25 @@ from collections.abc import Awaitable, Callable
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--sse", dest="json_response", action="store_const", const=False,
-                       help="answer every POST as an SSE stream (json_response=False)")
-    group.add_argument("--auto", dest="json_response", action="store_const", const=None,
-                       help="JSON unless a related message needs SSE (json_response=None)")
+    group.add_argument(
+        "--sse",
+        dest="json_response",
+        action="store_const",
+        const=False,
+        help="answer every POST as an SSE stream (json_response=False)",
+    )
+    group.add_argument(
+        "--auto",
+        dest="json_response",
+        action="store_const",
+        const=None,
+        help="JSON unless a related message needs SSE (json_response=None)",
+    )
     parser.set_defaults(json_response=True)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
-    parser.add_argument("--profile", metavar="FILE", default=None, help="run under cProfile, write the stats here")
+    parser.add_argument(
+        "--profile", metavar="FILE", default=None, help="run under cProfile, write the stats here"
+    )
     return parser.parse_args(argv)
 
 
@@ -66,6 +78,7 @@ def main(argv: list[str]) -> int:
                     return
 
         async with trio.open_nursery() as watchers:
+
             async def first(fn: Callable[[], Awaitable[None]]) -> None:
                 await fn()
                 watchers.cancel_scope.cancel()

@@ -340,7 +340,9 @@ async def test_notifications_arrive_in_order(mode: str, caplog: pytest.LogCaptur
         assert s.server.statistics().notifications_dropped == 0
         assert not any("id" in f for f in s.ctap.sent)  # notifications carry no id
         assert s.server.statistics().requests_served == 0 and s.stap.sent == []  # never answered
-    assert any("notification handler for notifications/message failed" in r.getMessage() for r in caplog.records)
+    assert any(
+        "notification handler for notifications/message failed" in r.getMessage() for r in caplog.records
+    )
 
 
 async def test_notification_queue_is_bounded(mode: str) -> None:
@@ -795,7 +797,9 @@ async def test_overload_counts_a_burst_exactly(size: int, refused: int) -> None:
         return {}
 
     a, b = memory_pair(mode="bytes")
-    server = Peer(b, App({"block": block}), limits=PeerLimits(max_concurrent_handlers=2, max_queued_requests=3))
+    server = Peer(
+        b, App({"block": block}), limits=PeerLimits(max_concurrent_handlers=2, max_queued_requests=3)
+    )
     server.batch_arrays = True
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
@@ -1122,7 +1126,10 @@ async def test_a_batch_of_notifications_gets_no_answer() -> None:
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
-            batch = [{"jsonrpc": "2.0", "method": "notifications/a"}, {"jsonrpc": "2.0", "method": "notifications/b"}]
+            batch = [
+                {"jsonrpc": "2.0", "method": "notifications/a"},
+                {"jsonrpc": "2.0", "method": "notifications/b"},
+            ]
             await a.send_raw(json.dumps(batch).encode())
             await wait_all_tasks_blocked()
             with pytest.raises(trio.WouldBlock):
@@ -1163,7 +1170,10 @@ async def test_an_unencodable_answer_in_a_batch_is_an_internal_error_beside_the_
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
-            batch = [{"jsonrpc": "2.0", "id": 1, "method": "bad"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+            batch = [
+                {"jsonrpc": "2.0", "id": 1, "method": "bad"},
+                {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            ]
             await a.send_raw(json.dumps(batch).encode())
             frame = await a.receive()
             answers = {m.id: m for m in frame}
@@ -1177,7 +1187,10 @@ async def test_without_batch_arrays_a_batch_is_answered_item_by_item() -> None:
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
-            batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+            batch = [
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            ]
             await a.send_raw(json.dumps(batch).encode())
             first, second = await a.receive(), await a.receive()
             assert sorted([first.id, second.id]) == [1, 2]

@@ -150,7 +150,9 @@ methods = st.one_of(
     st.text(max_size=6),
     json_values,
 ).filter(lambda m: m != "notifications/cancelled")  # it would legitimately silence a request
-params = st.one_of(st.dictionaries(st.text(max_size=4), json_values, max_size=3), st.lists(json_values, max_size=2), scalars)
+params = st.one_of(
+    st.dictionaries(st.text(max_size=4), json_values, max_size=3), st.lists(json_values, max_size=2), scalars
+)
 errors = st.one_of(
     st.fixed_dictionaries({"code": st.integers(-33000, 0), "message": st.text(max_size=6)}),
     json_values,
@@ -162,7 +164,13 @@ def envelopes(draw: st.DrawFn) -> dict[str, Any]:
     obj: dict[str, Any] = draw(st.dictionaries(st.text(max_size=4), scalars, max_size=1))
     if draw(st.integers(0, 7)) > 0:
         obj["jsonrpc"] = draw(st.sampled_from(["2.0", "2.0", "2.0", "1.0", 2, None]))
-    for key, strategy in (("id", ids), ("method", methods), ("params", params), ("result", json_values), ("error", errors)):
+    for key, strategy in (
+        ("id", ids),
+        ("method", methods),
+        ("params", params),
+        ("result", json_values),
+        ("error", errors),
+    ):
         if draw(st.booleans()):
             obj[key] = draw(strategy)
     return obj
@@ -212,7 +220,9 @@ async def test_server_answers_garbage_as_jsonrpc_prescribes(garbage: list[bytes]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(envelopes(), st.lists(envelopes(), min_size=1, max_size=3)), min_size=1, max_size=4))
+@given(
+    st.lists(st.one_of(envelopes(), st.lists(envelopes(), min_size=1, max_size=3)), min_size=1, max_size=4)
+)
 async def test_client_survives_garbage_while_a_call_is_pending(garbage: list[Any]) -> None:
     # The client side of a session: junk (stray responses, bad frames) arrives
     # while a call waits; the call still gets its own answer.

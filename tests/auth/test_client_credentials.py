@@ -68,9 +68,13 @@ def private_key(kind: str) -> Any:
 
 
 def pem(kind: str) -> str:
-    return private_key(kind).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
+    return (
+        private_key(kind)
+        .private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        .decode()
+    )
 
 
 def kind_for(algorithm: str) -> str:
@@ -139,8 +143,10 @@ class CredentialsAuthServer(FakeAuthServer):
         self.secrets.add(assertion)
         claims = jwt.decode(assertion, options={"verify_signature": False})
         record: dict[str, Any] = {
-            "type": form.get("client_assertion_type"), "header": jwt.get_unverified_header(assertion),
-            "claims": claims, "error": None,
+            "type": form.get("client_assertion_type"),
+            "header": jwt.get_unverified_header(assertion),
+            "claims": claims,
+            "error": None,
         }
         self.assertions.append(record)
         key = self.public_keys.get(claims.get("iss"))
@@ -148,7 +154,10 @@ class CredentialsAuthServer(FakeAuthServer):
             return None
         try:
             jwt.decode(
-                assertion, key, algorithms=_ALGORITHMS, audience=self.audience or self.issuer,
+                assertion,
+                key,
+                algorithms=_ALGORITHMS,
+                audience=self.audience or self.issuer,
                 options={"require": ["iss", "sub", "aud", "exp", "iat", "jti"]},
             )
         except (jwt.PyJWTError, TypeError, ValueError) as exc:
@@ -177,8 +186,10 @@ def grants(authz: FakeAuthServer) -> list[str]:
 
 def untouched_user_endpoints(authz: FakeAuthServer) -> bool:
     """No authorization request, no registration: nothing a user would see."""
-    return authz.authorizations == [] and authz.registrations == [] and not any(
-        path.endswith(("/authorize", "/register")) for _, path, _ in authz.requests
+    return (
+        authz.authorizations == []
+        and authz.registrations == []
+        and not any(path.endswith(("/authorize", "/register")) for _, path, _ in authz.requests)
     )
 
 
@@ -191,7 +202,10 @@ def test_assertion_claims_and_header() -> None:
     head = jwt.get_unverified_header(assertion)
     assert (head["alg"], head["typ"], head["kid"]) == ("ES256", "JWT", "key-1")
     claims = jwt.decode(
-        assertion, private_key("p256").public_key(), algorithms=["ES256"], audience="https://as.example",
+        assertion,
+        private_key("p256").public_key(),
+        algorithms=["ES256"],
+        audience="https://as.example",
         options={"verify_exp": False, "verify_iat": False},
     )
     assert claims["iss"] == claims["sub"] == CLIENT_ID
@@ -203,8 +217,10 @@ def test_assertion_claims_and_header() -> None:
 
 def test_every_assertion_has_its_own_jti() -> None:
     credentials = key_credentials()
-    jtis = {jwt.decode(credentials.assertion("https://as"), options={"verify_signature": False})["jti"]
-            for _ in range(200)}
+    jtis = {
+        jwt.decode(credentials.assertion("https://as"), options={"verify_signature": False})["jti"]
+        for _ in range(200)
+    }
     assert len(jtis) == 200
 
 
@@ -226,8 +242,10 @@ def test_every_signing_algorithm_verifies(algorithm: str) -> None:
         ({"client_id": "", "client_secret": SECRET}, "client_id must be a non-empty string"),
         ({"client_secret": SECRET, "method": "private_key_jwt"}, "needs a private_key"),
         ({"private_key": "p256", "method": "client_secret_basic"}, "needs a client_secret"),
-        ({"private_key": "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n"},
-         "not an unencrypted PEM private key"),
+        (
+            {"private_key": "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n"},
+            "not an unencrypted PEM private key",
+        ),
         ({"private_key": "p256", "signing_algorithm": "HS256"}, "unsupported signing_algorithm 'HS256'"),
         ({"private_key": "p256", "signing_algorithm": "none"}, "unsupported signing_algorithm"),
         ({"private_key": "rsa", "signing_algorithm": "ES256"}, "ES256 needs an EC key on secp256r1"),
@@ -312,8 +330,10 @@ async def test_client_secret_post_grant(server_methods: list[str], method: str |
     [request] = authz.token_requests
     assert request["auth_method"] == "client_secret_post" and request["authorization"] is None
     assert request["form"] == {
-        "grant_type": "client_credentials", "resource": resource.url,
-        "client_id": CLIENT_ID, "client_secret": SECRET,
+        "grant_type": "client_credentials",
+        "resource": resource.url,
+        "client_id": CLIENT_ID,
+        "client_secret": SECRET,
     }
 
 
@@ -449,8 +469,9 @@ async def test_step_up_asks_for_the_union_of_scopes() -> None:
 # ==================================================================== errors
 
 
-async def failed(resource: ProtectedResource, credentials: ClientCredentials, error: type[OAuthError],
-                 **options: Any) -> OAuthError:
+async def failed(
+    resource: ProtectedResource, credentials: ClientCredentials, error: type[OAuthError], **options: Any
+) -> OAuthError:
     auth = cc_auth(resource, credentials, **options)
     async with httpx.AsyncClient(auth=auth) as http:
         with pytest.raises(error) as caught:
@@ -492,8 +513,11 @@ async def test_a_token_endpoint_error_is_typed() -> None:
 @pytest.mark.parametrize(
     ("server", "credentials", "match"),
     [
-        ({"grant_types": ["authorization_code", "refresh_token"]}, "secret",
-         "does not offer the client_credentials grant"),
+        (
+            {"grant_types": ["authorization_code", "refresh_token"]},
+            "secret",
+            "does not offer the client_credentials grant",
+        ),
         ({"auth_methods": ["client_secret_basic"]}, "key", "does not accept private_key_jwt"),
         ({"auth_methods": ["private_key_jwt"]}, "secret", "does not accept client_secret_basic"),
         ({"auth_methods": ["none"]}, "secret", "does not accept"),

@@ -78,10 +78,13 @@ async def respond(send: Send, status: int, body: Any = b"", headers: list[tuple[
     if not isinstance(body, bytes):
         body = json.dumps(body).encode()
         headers = [*headers, ("content-type", "application/json")]
-    await send({
-        "type": "http.response.start", "status": status,
-        "headers": [(k.encode(), v.encode()) for k, v in headers],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(k.encode(), v.encode()) for k, v in headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -282,8 +285,12 @@ class FakeAuthServer:
             self.codes[code] = query
             params["code"] = code
         params["state"] = "not-the-state" if self.bad_state else query.get("state", "")
-        iss = {"correct": self.issuer, "wrong": "https://evil.example.com",
-               "normalized": self.issuer + "/", "omit": None}[self.iss_mode]
+        iss = {
+            "correct": self.issuer,
+            "wrong": "https://evil.example.com",
+            "normalized": self.issuer + "/",
+            "omit": None,
+        }[self.iss_mode]
         if iss is not None:
             params["iss"] = iss
         await respond(send, 302, b"", [("location", f"{target}?{urlencode(params)}")])
@@ -311,8 +318,12 @@ class FakeAuthServer:
     async def _token(self, scope: Scope, body: bytes, send: Send) -> None:
         form = dict(parse_qsl(body.decode()))
         client_id, used = self._client_of(scope, form)
-        record = {"form": form, "auth_method": used, "client_id": client_id,
-                  "authorization": header(scope, "authorization")}
+        record = {
+            "form": form,
+            "auth_method": used,
+            "client_id": client_id,
+            "authorization": header(scope, "authorization"),
+        }
         self.token_requests.append(record)
         self.secrets.update(v for k, v in form.items() if k in ("code_verifier", "client_secret"))
         if self.hang_token:
@@ -416,7 +427,8 @@ class ProtectedResource:
 
     def prm(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
-            "resource": self.resource or self.url, "authorization_servers": [self.authz.issuer],
+            "resource": self.resource or self.url,
+            "authorization_servers": [self.authz.issuer],
         }
         if self.scopes_supported is not None:
             doc["scopes_supported"] = self.scopes_supported
@@ -459,8 +471,12 @@ class ProtectedResource:
             if isinstance(message, dict) and message.get("method") == "tools/call":
                 needed = self.tool_scopes.get((message.get("params") or {}).get("name"))
         if needed is not None and needed not in grant.scopes:
-            await respond(send, 403, {"error": "insufficient_scope"},
-                          [("www-authenticate", self.challenge(error="insufficient_scope", scope=needed))])
+            await respond(
+                send,
+                403,
+                {"error": "insufficient_scope"},
+                [("www-authenticate", self.challenge(error="insufficient_scope", scope=needed))],
+            )
             return
         replayed = False
 
@@ -577,8 +593,11 @@ def test_secrets_stay_out_of_reprs() -> None:
     token = OAuthToken(access_token="AT-SECRET", refresh_token="RT-SECRET", scope="a")
     client = ClientInformation(client_id="c", client_secret="CS-SECRET")
     request = AuthorizationRequest(
-        url="https://as/authorize?state=STATE-SECRET", redirect_uri="http://localhost/cb",
-        issuer="https://as", scope=None, resource="https://h/mcp",
+        url="https://as/authorize?state=STATE-SECRET",
+        redirect_uri="http://localhost/cb",
+        issuer="https://as",
+        scope=None,
+        resource="https://h/mcp",
     )
     text = f"{token!r} {token} {client!r} {[client]} {request!r}"
     for secret in ("AT-SECRET", "RT-SECRET", "CS-SECRET", "STATE-SECRET"):
@@ -606,8 +625,14 @@ def test_settings_and_arguments_are_checked() -> None:
 
 
 def test_errors_are_httpx_errors() -> None:
-    for error in (DiscoveryError, ResourceMismatchError, IssuerMismatchError, UnsupportedServerError,
-                  AuthorizationResponseError, TokenRequestError):
+    for error in (
+        DiscoveryError,
+        ResourceMismatchError,
+        IssuerMismatchError,
+        UnsupportedServerError,
+        AuthorizationResponseError,
+        TokenRequestError,
+    ):
         assert issubclass(error, OAuthError) and issubclass(error, httpx.HTTPError)
 
 
@@ -670,10 +695,13 @@ async def test_authorization_code_flow_end_to_end_over_a_session() -> None:
     ("variant", "resource_options", "authz_options", "expected_paths"),
     [
         ("prm in header", {"prm_path": "/custom/prm.json"}, {}, ["/custom/prm.json"]),
-        ("prm path-based", {"prm_in_header": False}, {},
-         ["/.well-known/oauth-protected-resource/mcp"]),
-        ("prm at root", {"prm_in_header": False, "prm_path": "/.well-known/oauth-protected-resource"}, {},
-         ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]),
+        ("prm path-based", {"prm_in_header": False}, {}, ["/.well-known/oauth-protected-resource/mcp"]),
+        (
+            "prm at root",
+            {"prm_in_header": False, "prm_path": "/.well-known/oauth-protected-resource"},
+            {},
+            ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"],
+        ),
         ("openid at root", {}, {"openid": True}, None),
         ("issuer path, RFC 8414 inserted", {}, {"prefix": "/tenant1"}, None),
         ("issuer path, OpenID inserted", {}, {"prefix": "/tenant1", "openid": True}, None),
@@ -681,7 +709,9 @@ async def test_authorization_code_flow_end_to_end_over_a_session() -> None:
     ],
 )
 async def test_discovery_variants(
-    variant: str, resource_options: dict[str, Any], authz_options: dict[str, Any],
+    variant: str,
+    resource_options: dict[str, Any],
+    authz_options: dict[str, Any],
     expected_paths: list[str] | None,
 ) -> None:
     with trio.fail_after(TIMEOUT):
@@ -900,16 +930,26 @@ async def test_cimd_unsupported_falls_back_to_registration() -> None:
         ({"challenge_scope": "mcp:basic", "scopes_supported": ["mcp:a", "mcp:b"]}, {}, {}, "mcp:basic"),
         ({"scopes_supported": ["mcp:a", "mcp:b"]}, {}, {}, "mcp:a mcp:b"),
         ({}, {}, {}, None),
-        ({"challenge_scope": "mcp:basic"}, {"scopes_supported": ["mcp:basic", "offline_access"]}, {},
-         "mcp:basic offline_access"),
-        ({"challenge_scope": "mcp:basic"}, {"scopes_supported": ["mcp:basic", "offline_access"]},
-         {"request_offline_access": False}, "mcp:basic"),
+        (
+            {"challenge_scope": "mcp:basic"},
+            {"scopes_supported": ["mcp:basic", "offline_access"]},
+            {},
+            "mcp:basic offline_access",
+        ),
+        (
+            {"challenge_scope": "mcp:basic"},
+            {"scopes_supported": ["mcp:basic", "offline_access"]},
+            {"request_offline_access": False},
+            "mcp:basic",
+        ),
         ({}, {"scopes_supported": ["offline_access"]}, {}, None),
         ({"challenge_scope": "mcp:basic"}, {}, {"scopes": ["x", "y"]}, "x y"),
     ],
 )
 async def test_scope_selection(
-    resource_options: dict[str, Any], authz_options: dict[str, Any], auth_options: dict[str, Any],
+    resource_options: dict[str, Any],
+    authz_options: dict[str, Any],
+    auth_options: dict[str, Any],
     expected: str | None,
 ) -> None:
     with trio.fail_after(TIMEOUT):
@@ -983,11 +1023,10 @@ async def test_an_expiring_token_is_refreshed_before_use() -> None:
 
 async def test_a_rejected_token_is_refreshed_on_401() -> None:
     with trio.fail_after(TIMEOUT):
-        async with world() as (authz, resource):
-            async with httpx.AsyncClient(auth=make_auth(resource)) as http:
-                assert (await call(http, resource.url)).status_code == 200
-                authz.revoke_all()
-                assert (await call(http, resource.url)).status_code == 200
+        async with world() as (authz, resource), httpx.AsyncClient(auth=make_auth(resource)) as http:
+            assert (await call(http, resource.url)).status_code == 200
+            authz.revoke_all()
+            assert (await call(http, resource.url)).status_code == 200
     assert len(authz.authorizations) == 1
     assert [r["form"]["grant_type"] for r in authz.token_requests] == ["authorization_code", "refresh_token"]
 
@@ -1086,10 +1125,9 @@ async def test_login_ahead_of_the_first_request() -> None:
 
 async def test_the_token_goes_to_the_mcp_server_only() -> None:
     with trio.fail_after(TIMEOUT):
-        async with world() as (authz, resource):
-            async with httpx.AsyncClient(auth=make_auth(resource)) as http:
-                assert (await call(http, resource.url)).status_code == 200
-                await http.get(authz.issuer + "/.well-known/oauth-authorization-server")
+        async with world() as (authz, resource), httpx.AsyncClient(auth=make_auth(resource)) as http:
+            assert (await call(http, resource.url)).status_code == 200
+            await http.get(authz.issuer + "/.well-known/oauth-authorization-server")
     gets = [headers for method, _, headers in authz.requests if method == "GET"]
     # the metadata, the authorization request, and ours
     assert len(gets) == 3 and all("authorization" not in headers for headers in gets)
@@ -1121,8 +1159,9 @@ async def test_no_secret_reaches_the_logs_or_the_errors(caplog: pytest.LogCaptur
     caplog.set_level(logging.DEBUG, logger="trio_mcp")
     messages: list[str] = []
     with trio.fail_after(TIMEOUT):
-        async with world(FakeAuthServer(expires_in=0), challenge_scope="mcp:basic",
-                         tool_scopes={"admin": "mcp:admin"}) as (authz, resource):
+        async with world(
+            FakeAuthServer(expires_in=0), challenge_scope="mcp:basic", tool_scopes={"admin": "mcp:admin"}
+        ) as (authz, resource):
             auth = make_auth(resource)
             async with httpx.AsyncClient(auth=auth) as http:
                 await call(http, resource.url)
@@ -1159,7 +1198,10 @@ async def test_headless_handler_follows_intermediate_redirects() -> None:
             callback = "http://127.0.0.1:9/callback?code=abc&state=s"
             url = f"{base}/login?{urlencode({'next': callback})}"
             request = AuthorizationRequest(
-                url=url, redirect_uri=handler.redirect_uri, issuer=base, scope=None,
+                url=url,
+                redirect_uri=handler.redirect_uri,
+                issuer=base,
+                scope=None,
                 resource="http://127.0.0.1:9/mcp",
             )
             assert await handler.authorize(request) == callback
@@ -1177,8 +1219,10 @@ async def test_transport_failure_names_the_oauth_error() -> None:
                         stream = await nursery.start(transport.run)
                         async with open_session(stream, era="modern"):
                             pass
-    assert "POST failed: ResourceMismatchError: the protected resource metadata is for " \
+    assert (
+        "POST failed: ResourceMismatchError: the protected resource metadata is for "
         "'https://evil.example.com/mcp'" in _describe(caught.value)
+    )
 
 
 def _describe(exc: BaseException) -> str:

@@ -22,7 +22,11 @@ def http_url() -> Iterator[str]:
     the process (group) is stopped afterwards, SIGKILL if SIGTERM is not enough."""
     server = subprocess.Popen(
         [*CLI, "run", EXAMPLE, "-t", "http", "--port", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
     )
     try:
         assert server.stderr is not None

@@ -51,7 +51,9 @@ async def test_a_call_budget_is_exact_and_every_call_is_counted() -> None:
     app = bench_app()
     with trio.fail_after(TIMEOUT):
         async with connected(app) as client:
-            result = await run_bench(client, "echo", {"text": "x"}, concurrency=7, duration=0, calls=500, warmup=0)
+            result = await run_bench(
+                client, "echo", {"text": "x"}, concurrency=7, duration=0, calls=500, warmup=0
+            )
     assert (result.calls, result.ok, result.is_error, result.failed) == (500, 500, 0, {})
     assert app.calls == 500  # no call made beyond the budget
     assert 0 < result.p50_us <= result.p99_us <= result.max_us
@@ -63,7 +65,9 @@ async def test_is_error_results_and_protocol_errors_are_told_apart() -> None:
     app = bench_app()
     with trio.fail_after(TIMEOUT):
         async with connected(app) as client:
-            wobbly = await run_bench(client, "wobbly", {"n": 1}, concurrency=1, duration=0, calls=30, warmup=0)
+            wobbly = await run_bench(
+                client, "wobbly", {"n": 1}, concurrency=1, duration=0, calls=30, warmup=0
+            )
             unknown = await run_bench(client, "nope", {}, concurrency=2, duration=0, calls=10, warmup=0)
     assert (wobbly.calls, wobbly.ok, wobbly.is_error) == (30, 20, 10)
     assert (unknown.calls, unknown.ok, unknown.failed) == (10, 0, {"-32602": 10})
@@ -73,8 +77,9 @@ async def test_calls_slower_than_the_call_timeout_fail_as_timeouts(autojump_cloc
     app = bench_app()
     with trio.fail_after(TIMEOUT):
         async with connected(app) as client:
-            result = await run_bench(client, "slow", {}, concurrency=3, duration=0, calls=6, warmup=0,
-                                     call_timeout=0.1)
+            result = await run_bench(
+                client, "slow", {}, concurrency=3, duration=0, calls=6, warmup=0, call_timeout=0.1
+            )
     assert (result.calls, result.ok, result.failed) == (6, 0, {"timeout": 6})
 
 
@@ -113,8 +118,21 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_bench_a_stdio_server_as_json() -> None:
-    out = cli("bench", "echo", "message=hi", "-c", "4", "-n", "300", "--warmup", "0.2", "--json",
-              "--", sys.executable, EXAMPLE)
+    out = cli(
+        "bench",
+        "echo",
+        "message=hi",
+        "-c",
+        "4",
+        "-n",
+        "300",
+        "--warmup",
+        "0.2",
+        "--json",
+        "--",
+        sys.executable,
+        EXAMPLE,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert (report["calls"], report["ok"], report["failed"]) == (300, 300, {})
@@ -129,7 +147,20 @@ def test_a_bad_argument_stops_the_bench_before_the_load() -> None:
 
 
 def test_bench_a_streamable_http_server_in_the_handshake_era(http_url: str) -> None:
-    out = cli("bench", http_url, "echo", "message=hi", "-c", "8", "-d", "0.5", "--warmup", "0.1", "--era", "handshake")
+    out = cli(
+        "bench",
+        http_url,
+        "echo",
+        "message=hi",
+        "-c",
+        "8",
+        "-d",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--era",
+        "handshake",
+    )
     assert out.returncode == 0, out.stderr
     assert f"tools/call echo on {http_url}: 8 callers" in out.stdout
     assert "protocol 2025-11-25" in out.stdout and " 0 failed" in out.stdout

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 try:  # run from the repository root or from tests/
-    from peers import (  # noqa: F401 (sdk_path: for the tests)
+    from peers import (
         LOOPBACK,
         SETUP,
         npm_path,
@@ -311,7 +311,9 @@ class Plan:
         """``pytest.param`` per check-level gap, each xfail(strict=True)."""
         return [
             pytest.param(
-                self, gap, id=f"{self.key}:{gap.key}",
+                self,
+                gap,
+                id=f"{self.key}:{gap.key}",
                 marks=[pytest.mark.xfail(strict=True, reason=gap.reason)],
             )
             for gap in self.gaps

@@ -217,11 +217,7 @@ V2026 = Plan(
 )
 
 #: Scenarios whose client run cannot end well, and why (the other ones must print "done").
-CLIENT_FAILS = {
-    g.scenario: g.reason
-    for g in V2026.gaps
-    if g.check is None
-}
+CLIENT_FAILS = {g.scenario: g.reason for g in V2026.gaps if g.check is None}
 
 
 @pytest.fixture(scope="module")
@@ -229,9 +225,15 @@ def run_2026(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
     return run_suite(
         "0.2",
         [
-            "client", "--command", client_command(), "--requirements", "2026-07-28",
-            "--timeout", CLIENT_TIMEOUT_MS,
-            "--expected-failures", str(HERE / "baseline-client-2026-07-28.yml"),
+            "client",
+            "--command",
+            client_command(),
+            "--requirements",
+            "2026-07-28",
+            "--timeout",
+            CLIENT_TIMEOUT_MS,
+            "--expected-failures",
+            str(HERE / "baseline-client-2026-07-28.yml"),
         ],
         tmp_path_factory.mktemp("c2026"),
         timeout=REQUIREMENTS_RUN_TIMEOUT,
@@ -309,7 +311,8 @@ def test_2026_client_refuses_to_authorize(run_2026: SuiteRun, scenario: str) -> 
         ("auth/iss-unexpected", "sep-2468-client-compare-iss-unadvertised", "declined-before-token-request"),
         ("auth/iss-normalized", "sep-2468-client-no-normalization", "declined-before-token-request"),
         (
-            "auth/metadata-issuer-mismatch", "sep-2468-client-validate-metadata-issuer",
+            "auth/metadata-issuer-mismatch",
+            "sep-2468-client-validate-metadata-issuer",
             "declined-poisoned-metadata",
         ),
     ],
@@ -370,8 +373,15 @@ def runs_client_credentials(tmp_path_factory: pytest.TempPathFactory) -> dict[st
         scenario: run_suite(
             "0.2",
             [
-                "client", "--command", command, "--scenario", scenario, "--timeout", CLIENT_TIMEOUT_MS,
-                "--expected-failures", str(HERE / "baseline-client-2026-07-28.yml"),
+                "client",
+                "--command",
+                command,
+                "--scenario",
+                scenario,
+                "--timeout",
+                CLIENT_TIMEOUT_MS,
+                "--expected-failures",
+                str(HERE / "baseline-client-2026-07-28.yml"),
             ],
             tmp_path_factory.mktemp("ccred"),
             timeout=SCENARIO_RUN_TIMEOUT,

@@ -174,8 +174,16 @@ def _run(tmp: pytest.TempPathFactory, name: str, suite: str, *args: str) -> Suit
 def run_0_1_16_active(fixture_url: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
     baseline = HERE / "baseline-server-0.1.16.yml"
     return _run(
-        tmp_path_factory, "s016", "0.1.16", "server", "--url", fixture_url, "--suite", "active",
-        "--expected-failures", str(baseline),
+        tmp_path_factory,
+        "s016",
+        "0.1.16",
+        "server",
+        "--url",
+        fixture_url,
+        "--suite",
+        "active",
+        "--expected-failures",
+        str(baseline),
     )
 
 
@@ -183,8 +191,16 @@ def run_0_1_16_active(fixture_url: str, tmp_path_factory: pytest.TempPathFactory
 def run_2025_11_25(fixture_url: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
     baseline = HERE / "baseline-server-2025-11-25.yml"
     return _run(
-        tmp_path_factory, "s2025", "0.2", "server", "--url", fixture_url, "--requirements", "2025-11-25",
-        "--expected-failures", str(baseline),
+        tmp_path_factory,
+        "s2025",
+        "0.2",
+        "server",
+        "--url",
+        fixture_url,
+        "--requirements",
+        "2025-11-25",
+        "--expected-failures",
+        str(baseline),
     )
 
 
@@ -192,8 +208,16 @@ def run_2025_11_25(fixture_url: str, tmp_path_factory: pytest.TempPathFactory) -
 def run_2026_07_28(stateless_fixture_url: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
     baseline = HERE / "baseline-server-2026-07-28.yml"
     return _run(
-        tmp_path_factory, "s2026", "0.2", "server", "--url", stateless_fixture_url, "--requirements",
-        "2026-07-28", "--expected-failures", str(baseline),
+        tmp_path_factory,
+        "s2026",
+        "0.2",
+        "server",
+        "--url",
+        stateless_fixture_url,
+        "--requirements",
+        "2026-07-28",
+        "--expected-failures",
+        str(baseline),
     )
 
 
@@ -337,12 +361,7 @@ OWN: dict[str, Callable[[SuiteRun], None]] = {
 
 @pytest.mark.parametrize(
     ("plan", "scenario"),
-    [
-        pytest.param(p, s, id=f"{p.key}:{s}")
-        for p in PLANS
-        for s in OWN
-        if s in (*p.scenarios, *p.unscored)
-    ],
+    [pytest.param(p, s, id=f"{p.key}:{s}") for p in PLANS for s in OWN if s in (*p.scenarios, *p.unscored)],
 )
 def test_details(request: pytest.FixtureRequest, plan: Plan, scenario: str) -> None:
     OWN[scenario](_get(request, plan))

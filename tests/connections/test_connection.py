@@ -107,7 +107,9 @@ async def test_restores_subscriptions_log_level_and_roots(autojump_clock: trio.a
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             conn = await nursery.start(
-                Connection(servers, settings=FAST, roots=[Root(uri="file:///a")], on_resource_updated=on_update).run
+                Connection(
+                    servers, settings=FAST, roots=[Root(uri="file:///a")], on_resource_updated=on_update
+                ).run
             )
             await conn.subscribe_resource("mem://x")
             await conn.set_logging_level("warning")

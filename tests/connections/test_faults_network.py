@@ -20,7 +20,9 @@ from trio_mcp.transports.http import HttpServer, StreamableHttpTransport
 from trio_mcp.transports.websocket import WebSocketServer, WebSocketTransport
 
 TIMEOUT = 20.0
-SETTINGS = ConnectionSettings(backoff=Backoff(initial=0.05, maximum=0.2, reset_after=5.0), reconnect_wait=10.0)
+SETTINGS = ConnectionSettings(
+    backoff=Backoff(initial=0.05, maximum=0.2, reset_after=5.0), reconnect_wait=10.0
+)
 
 
 def make_app(tag: str) -> MCPServer:

@@ -74,7 +74,9 @@ class RecordingLLM:
     async def create_message(self, server: str, params: CreateMessageRequestParams) -> CreateMessageResult:
         text = params.messages[0].content.text
         self.seen.append((server, text))
-        return CreateMessageResult(role="assistant", content=TextContent(text=f"llm answered {server}"), model="m")
+        return CreateMessageResult(
+            role="assistant", content=TextContent(text=f"llm answered {server}"), model="m"
+        )
 
 
 async def test_registry_routing_and_isolation() -> None:
@@ -87,8 +89,12 @@ async def test_registry_routing_and_isolation() -> None:
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             host = await nursery.start(Host(llm=llm, consent=approve_all).run)
-            await host.add_server("alpha", InMemoryServer(make_server("alpha", log)), roots=[Root(uri="file:///a")])
-            await host.add_server("beta", InMemoryServer(make_server("beta", log)), roots=[Root(uri="file:///b")])
+            await host.add_server(
+                "alpha", InMemoryServer(make_server("alpha", log)), roots=[Root(uri="file:///a")]
+            )
+            await host.add_server(
+                "beta", InMemoryServer(make_server("beta", log)), roots=[Root(uri="file:///b")]
+            )
             names = {t.name for t in host.tools()}
             assert {"alpha__whoami", "beta__whoami", "alpha__wipe", "beta__wipe"} <= names
             assert (await host.call_tool("alpha__whoami")).content[0].text == "alpha"
@@ -152,7 +158,9 @@ async def test_consent_is_annotation_aware() -> None:
 async def test_without_a_consent_hook_destructive_tools_are_refused_unless_trusted() -> None:
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            host = await nursery.start(Host(consent_policy=ConsentPolicy(trusted_servers=frozenset({"beta"}))).run)
+            host = await nursery.start(
+                Host(consent_policy=ConsentPolicy(trusted_servers=frozenset({"beta"}))).run
+            )
             await host.add_server("alpha", InMemoryServer(make_server("alpha", [])))
             await host.add_server("beta", InMemoryServer(make_server("beta", [])))
             with pytest.raises(ToolCallDenied, match="no consent hook"):
@@ -168,8 +176,11 @@ async def test_sampling_policy_approves_modifies_and_denies() -> None:
     async def policy(server: str, params: CreateMessageRequestParams) -> object:
         if server == "gamma":
             msg = params.messages[0]
-            return Modify(CreateMessageRequestParams(
-                messages=[type(msg)(role=msg.role, content=TextContent(text="rewritten"))], max_tokens=1))
+            return Modify(
+                CreateMessageRequestParams(
+                    messages=[type(msg)(role=msg.role, content=TextContent(text="rewritten"))], max_tokens=1
+                )
+            )
         return decisions[server]
 
     with trio.fail_after(10):
@@ -210,6 +221,7 @@ async def test_notifications_stay_with_their_server() -> None:
         async with trio.open_nursery() as nursery:
             host = await nursery.start(Host(consent_policy=TRUST_ALL).run)
             for name in ("alpha", "beta"):
+
                 async def on_log(p: LoggingMessageNotificationParams, name: str = name) -> None:
                     got[name].append(p.data)
 

@@ -38,8 +38,16 @@ GOOD: dict[str, Any] = {
 
 def test_stdio_and_remote_entries_in_file_order_with_disabled_ones_skipped() -> None:
     config = parse_config(GOOD, environ={})
-    assert config.names == ("files", "typed-stdio", "search", "streamy", "legacy", "legacy.explicit",
-                            "socket_1", "on")
+    assert config.names == (
+        "files",
+        "typed-stdio",
+        "search",
+        "streamy",
+        "legacy",
+        "legacy.explicit",
+        "socket_1",
+        "on",
+    )
     assert config.disabled == ("off",)
     files = config.servers[0]
     assert files == StdioEntry(
@@ -70,11 +78,20 @@ def test_entries_are_frozen_down_to_their_maps() -> None:
 
 
 def test_environment_variables_are_expanded_where_documented() -> None:
-    data = {"mcpServers": {
-        "a": {"command": "${TOOLS}/server", "args": ["--token=${TOKEN}", "$TOKEN", "${MISSING:-fallback}"],
-              "env": {"KEY": "${TOKEN}"}, "cwd": "${TOOLS}"},
-        "b": {"url": "https://${HOSTNAME_X:-example.com}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
-    }}
+    data = {
+        "mcpServers": {
+            "a": {
+                "command": "${TOOLS}/server",
+                "args": ["--token=${TOKEN}", "$TOKEN", "${MISSING:-fallback}"],
+                "env": {"KEY": "${TOKEN}"},
+                "cwd": "${TOOLS}",
+            },
+            "b": {
+                "url": "https://${HOSTNAME_X:-example.com}/mcp",
+                "headers": {"Authorization": "Bearer ${TOKEN}"},
+            },
+        }
+    }
     config = parse_config(data, environ={"TOOLS": "/opt/tools", "TOKEN": "s3cret"})
     a, b = config.servers
     assert isinstance(a, StdioEntry) and isinstance(b, RemoteEntry)
@@ -114,7 +131,12 @@ BAD: list[tuple[Any, str | None, str | None, str]] = [
     (_servers(a={"url": "/relative/mcp"}), "a", "url", "not an http(s):// or ws(s):// URL"),
     (_servers(a={"url": "http://h/mcp", "type": "ws"}), "a", "url", "needs a ws:// or wss:// URL"),
     (_servers(a={"url": "ws://h/mcp", "type": "http"}), "a", "url", "needs a http:// or https:// URL"),
-    (_servers(a={"url": "http://h/mcp", "headers": {"X": None}}), "a", "headers.X", "must be a string, not null"),
+    (
+        _servers(a={"url": "http://h/mcp", "headers": {"X": None}}),
+        "a",
+        "headers.X",
+        "must be a string, not null",
+    ),
     (_servers(my__server={"command": "x"}), "my__server", None, "must not contain '__'"),
     (_servers(**{"my server": {"command": "x"}}), "my server", None, "only letters, digits"),
     (_servers(**{"": {"command": "x"}}), None, "mcpServers", "must not be empty"),
@@ -146,8 +168,10 @@ def test_files_that_cannot_be_read_or_decoded(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps(GOOD))
     assert load_config(good, environ={}, inherit_env=True) == GatewayConfig(
-        [attrs.evolve(e, inherit_env=True) if isinstance(e, StdioEntry) else e
-         for e in parse_config(GOOD, environ={}).servers],
+        [
+            attrs.evolve(e, inherit_env=True) if isinstance(e, StdioEntry) else e
+            for e in parse_config(GOOD, environ={}).servers
+        ],
         ["off"],
     )
 
@@ -160,7 +184,11 @@ def test_each_entry_makes_fresh_transports_of_its_kind() -> None:
     assert isinstance(first, StdioTransport) and first is not second  # one per restart
     params = first.params
     assert (params.command, params.args, dict(params.env), params.cwd) == (
-        "npx", ("-y", "server-files", "/srv"), {"DEBUG": "1"}, "/srv")
+        "npx",
+        ("-y", "server-files", "/srv"),
+        {"DEBUG": "1"},
+        "/srv",
+    )
     assert params.name == "files" and params.close_grace == 0.5 and params.inherit_env is False
     search = by_name["search"].transport_factory()()
     assert isinstance(search, StreamableHttpTransport)

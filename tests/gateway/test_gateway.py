@@ -46,8 +46,11 @@ STDIO = {"close_grace": 2.0, "term_grace": 0.3, "kill_timeout": 2.0, "eof_grace"
 def write_config(tmp_path: Path, *, flaky_env: dict[str, str] | None = None, **extra: Any) -> Path:
     servers: dict[str, Any] = {
         "alpha": {"command": sys.executable, "args": ["-m", "trio_mcp.cli", "demo-server"]},
-        "flaky": {"command": sys.executable, "args": [FLAKY],
-                  "env": {"SPAWN_LOG": str(tmp_path / "flaky.pids"), **(flaky_env or {})}},
+        "flaky": {
+            "command": sys.executable,
+            "args": [FLAKY],
+            "env": {"SPAWN_LOG": str(tmp_path / "flaky.pids"), **(flaky_env or {})},
+        },
         "sleeping": {"command": "never-started", "disabled": True},
         **extra,
     }
@@ -130,8 +133,13 @@ async def test_the_fleet_is_one_server_with_prefixed_names_and_routed_reads(
             async with connected(gateway, mode="bytes") as client:
                 assert client.server_info.name == "trio-mcp-gateway"
                 tools = [t.name for t in await client.list_all_tools()]
-                assert tools[:5] == ["alpha__add", "alpha__forecast", "alpha__countdown", "alpha__haiku",
-                                     "alpha__echo"]  # file order, then each server's own order
+                assert tools[:5] == [
+                    "alpha__add",
+                    "alpha__forecast",
+                    "alpha__countdown",
+                    "alpha__haiku",
+                    "alpha__echo",
+                ]  # file order, then each server's own order
                 assert {"flaky__pid", "flaky__echo", "flaky__slow"} <= set(tools[5:])
                 assert all(name.startswith("flaky__") for name in tools[5:])
 
@@ -229,7 +237,9 @@ async def test_a_server_killed_mid_call_fails_that_call_at_once_then_serves_agai
                 # the supervised restart: a new process answers, the other server never noticed
                 second = await pid_of_flaky(client)
                 assert second != first and second in spawned(tmp_path)
-                assert (await client.call_tool("alpha__add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+                assert (await client.call_tool("alpha__add", {"a": 1, "b": 1})).structured_content == {
+                    "result": 2
+                }
             processes.update(children(os.getpid()))
     assert await wait_gone(processes) == set()
 
@@ -248,7 +258,9 @@ async def test_a_call_the_server_does_not_answer_in_time_is_an_error_result(
                 assert trio.current_time() - start < 3.0
                 assert result.is_error is True
                 assert "did not answer tools/call 'flaky__slow' within 0.5 s" in result.content[0].text
-                assert (await client.call_tool("flaky__echo", {"text": "still here"})).content[0].text == "still here"
+                assert (await client.call_tool("flaky__echo", {"text": "still here"})).content[
+                    0
+                ].text == "still here"
     assert await wait_gone(processes) == set()
 
 
@@ -296,9 +308,12 @@ async def test_a_server_that_cannot_start_is_left_out_unless_none_can(
                 assert not any(t.name.startswith("broken__") for t in await client.list_all_tools())
         assert await wait_gone(processes) == set()
 
-        only_broken = {"mcpServers": {"broken": {"command": "definitely-not-a-command-xyz"},
-                                      "also": {"command": sys.executable, "args": [FLAKY],
-                                               "env": {"EXIT_AT_START": "1"}}}}
+        only_broken = {
+            "mcpServers": {
+                "broken": {"command": "definitely-not-a-command-xyz"},
+                "also": {"command": sys.executable, "args": [FLAKY], "env": {"EXIT_AT_START": "1"}},
+            }
+        }
         with pytest.raises(GatewayStartError) as info:
             async with open_gateway(only_broken, settings=FAST, stdio_options=STDIO):
                 raise AssertionError("not reached")  # pragma: no cover
@@ -329,7 +344,10 @@ async def test_cli_gateway_over_http_end_to_end(tmp_path: Path, processes: set[i
     path = write_config(tmp_path)
     server = await trio.lowlevel.open_process(
         [*CLI, "gateway", str(path), "-t", "http", "--port", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        start_new_session=True,
     )
     processes.add(server.pid)
     try:
@@ -365,8 +383,9 @@ async def test_cli_gateway_over_http_end_to_end(tmp_path: Path, processes: set[i
 def test_cli_gateway_with_a_bad_config_says_where_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {"files": {"args": ["x"]}}}))
-    out = subprocess.run([*CLI, "gateway", str(path)],
-                         check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    out = subprocess.run(
+        [*CLI, "gateway", str(path)], check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert out.returncode == 1
     assert out.stderr.startswith("trio-mcp: mcpServers.files.command: missing"), out.stderr
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1

@@ -30,8 +30,22 @@ PROBE = Path(__file__).with_name("sdk_http_probe.py")
 def http_url() -> Iterator[str]:
     """examples/everything_server.py served over Streamable HTTP by the CLI."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "trio_mcp.cli", "run", "examples/everything_server.py", "-t", "http", "--port", "0"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "trio_mcp.cli",
+            "run",
+            "examples/everything_server.py",
+            "-t",
+            "http",
+            "--port",
+            "0",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         assert server.stderr is not None
@@ -50,7 +64,9 @@ def http_url() -> Iterator[str]:
 @pytest.mark.parametrize(("mode", "version"), [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
 def test_sdk_client_over_http(http_url: str, mode: str, version: str) -> None:
     python = sdk_path("bin/python")
-    out = subprocess.run([str(python), str(PROBE), http_url, mode], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [str(python), str(PROBE), http_url, mode], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert report["protocol_version"] == version

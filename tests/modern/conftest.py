@@ -72,7 +72,7 @@ from trio_mcp.server import Context, LowLevelServer, MCPServer
 from trio_mcp.transports import memory_pair
 
 try:  # run from the repository root or from tests/
-    from recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
+    from recording import Inbox, RecordingStream
     from schema_check import validate_definition, validate_message
 except ImportError:  # pragma: no cover
     from tests.recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)

@@ -107,7 +107,11 @@ def header_app() -> MCPServer:
 
 
 def test_the_annotations_of_a_schema_by_property_path() -> None:
-    assert param_header_map(ROUTED) == {("region",): "Region", ("priority",): "Priority", ("verbose",): "Verbose"}
+    assert param_header_map(ROUTED) == {
+        ("region",): "Region",
+        ("priority",): "Priority",
+        ("verbose",): "Verbose",
+    }
     assert param_header_map(NESTED) == {("target", "zone"): "Zone"}
     assert param_header_map({"type": "object", "properties": {"q": {"type": "string"}}}) == {}
     # Instance data is not schema: an x-mcp-header key inside a default is no annotation.
@@ -129,35 +133,79 @@ def _prop(**prop: Any) -> dict[str, Any]:
         (_prop(type="string", **{"x-mcp-header": "Region\t1"}), "HTTP token"),
         (_prop(type="string", **{"x-mcp-header": 7}), "HTTP token"),
         (_prop(type="object", **{"x-mcp-header": "Data"}), "string, integer and boolean"),
-        (_prop(type="array", items={"type": "string"}, **{"x-mcp-header": "Items"}), "string, integer and boolean"),
+        (
+            _prop(type="array", items={"type": "string"}, **{"x-mcp-header": "Items"}),
+            "string, integer and boolean",
+        ),
         (_prop(type="null", **{"x-mcp-header": "Nil"}), "string, integer and boolean"),
         (_prop(type="number", **{"x-mcp-header": "Score"}), "string, integer and boolean"),
         (_prop(type=["string", "null"], **{"x-mcp-header": "Maybe"}), "string, integer and boolean"),
         (_prop(**{"x-mcp-header": "Untyped"}), "string, integer and boolean"),
         (
-            {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Region"},
-                                              "b": {"type": "string", "x-mcp-header": "Region"}}},
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string", "x-mcp-header": "Region"},
+                    "b": {"type": "string", "x-mcp-header": "Region"},
+                },
+            },
             "also used by",
         ),
         (
-            {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "MyField"},
-                                              "b": {"type": "string", "x-mcp-header": "myfield"}}},
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string", "x-mcp-header": "MyField"},
+                    "b": {"type": "string", "x-mcp-header": "myfield"},
+                },
+            },
             "also used by",
         ),
         ({"type": "object", "x-mcp-header": "Root"}, "reachable"),
         (_prop(type="array", items={"type": "string", "x-mcp-header": "Item"}), "reachable"),
         (_prop(anyOf=[{"type": "string", "x-mcp-header": "Either"}]), "reachable"),
-        ({"type": "object", "$defs": {"d": {"type": "string", "x-mcp-header": "Def"}},
-          "properties": {"p": {"$ref": "#/$defs/d"}}}, "reachable"),
-        ({"type": "object", "additionalProperties": {"type": "string", "x-mcp-header": "Extra"}}, "reachable"),
-        (_prop(type="object", properties={"q": {"type": "string"}},
-               patternProperties={"^x": {"type": "string", "x-mcp-header": "Pattern"}}), "reachable"),
+        (
+            {
+                "type": "object",
+                "$defs": {"d": {"type": "string", "x-mcp-header": "Def"}},
+                "properties": {"p": {"$ref": "#/$defs/d"}},
+            },
+            "reachable",
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": "string", "x-mcp-header": "Extra"}},
+            "reachable",
+        ),
+        (
+            _prop(
+                type="object",
+                properties={"q": {"type": "string"}},
+                patternProperties={"^x": {"type": "string", "x-mcp-header": "Pattern"}},
+            ),
+            "reachable",
+        ),
     ],
     ids=[
-        "empty", "space", "colon", "non-ascii", "control-char", "not-a-string",
-        "object", "array", "null", "number", "type-list", "no-type",
-        "duplicate", "duplicate-other-case",
-        "root", "under-items", "under-anyOf", "under-defs", "under-additionalProperties", "under-patternProperties",
+        "empty",
+        "space",
+        "colon",
+        "non-ascii",
+        "control-char",
+        "not-a-string",
+        "object",
+        "array",
+        "null",
+        "number",
+        "type-list",
+        "no-type",
+        "duplicate",
+        "duplicate-other-case",
+        "root",
+        "under-items",
+        "under-anyOf",
+        "under-defs",
+        "under-additionalProperties",
+        "under-patternProperties",
     ],
 )
 def test_invalid_annotations_are_refused_with_the_rule_they_break(schema: dict[str, Any], rule: str) -> None:
@@ -225,12 +273,28 @@ def test_header_values_decode_strictly(header: str, value: str | None) -> None:
         ({"region": "Hello"}, {"mcp-param-region": "=?base64?SGVsbG8?="}, "malformed"),
         ({"region": "x", "priority": 42}, {"mcp-param-region": "x", "mcp-param-priority": "42"}, None),
         ({"region": "x", "priority": 42}, {"mcp-param-region": "x", "mcp-param-priority": "42.0"}, None),
-        ({"region": "x", "priority": 42}, {"mcp-param-region": "x", "mcp-param-priority": "41"}, "does not match"),
-        ({"region": "x", "priority": 42}, {"mcp-param-region": "x", "mcp-param-priority": "4.2e1"}, "does not match"),
+        (
+            {"region": "x", "priority": 42},
+            {"mcp-param-region": "x", "mcp-param-priority": "41"},
+            "does not match",
+        ),
+        (
+            {"region": "x", "priority": 42},
+            {"mcp-param-region": "x", "mcp-param-priority": "4.2e1"},
+            "does not match",
+        ),
         ({"region": "x", "verbose": False}, {"mcp-param-region": "x", "mcp-param-verbose": "false"}, None),
-        ({"region": "x", "verbose": False}, {"mcp-param-region": "x", "mcp-param-verbose": "False"}, "does not match"),
+        (
+            {"region": "x", "verbose": False},
+            {"mcp-param-region": "x", "mcp-param-verbose": "False"},
+            "does not match",
+        ),
         ({"region": "x", "verbose": None}, {"mcp-param-region": "x"}, None),
-        ({"region": "x"}, {"mcp-param-region": "x", "mcp-param-priority": "1"}, "argument 'priority' is absent"),
+        (
+            {"region": "x"},
+            {"mcp-param-region": "x", "mcp-param-priority": "1"},
+            "argument 'priority' is absent",
+        ),
         ({"region": "x", "query": "q"}, {"mcp-param-region": "x", "mcp-param-query": "other"}, None),
     ],
 )
@@ -247,7 +311,9 @@ def test_the_server_rule_header_and_argument_go_together(
 def test_a_duplicated_header_never_matches_and_an_invalid_schema_is_not_enforced() -> None:
     headers = {"mcp-param-region": "us"}
     duplicated = frozenset({"mcp-param-region"})
-    assert "more than once" in (param_header_mismatch(ROUTED, {"region": "us"}, headers, duplicated=duplicated) or "")
+    assert "more than once" in (
+        param_header_mismatch(ROUTED, {"region": "us"}, headers, duplicated=duplicated) or ""
+    )
     assert param_header_mismatch(BROKEN, {"data": {"a": 1}}, {}) is None
 
 
@@ -265,7 +331,9 @@ class Capturing:
     async def send(self, message: Any) -> None:
         if type(message) is Request and message.method == "tools/call":
             name = msgspec.to_builtins(message.params)["name"]
-            self.calls.append((name, {k: v for k, v in modern_headers(message).items() if k.startswith("mcp-param-")}))
+            self.calls.append(
+                (name, {k: v for k, v in modern_headers(message).items() if k.startswith("mcp-param-")})
+            )
         await self.inner.send(message)
 
     async def receive(self) -> Any:
@@ -276,7 +344,9 @@ class Capturing:
 
 
 @asynccontextmanager
-async def capturing_client(app: Any, wires: Any, mode: str, **options: Any) -> AsyncIterator[tuple[Any, Capturing]]:
+async def capturing_client(
+    app: Any, wires: Any, mode: str, **options: Any
+) -> AsyncIterator[tuple[Any, Capturing]]:
     client_end, server_end, wire = wires.recording_pair(mode)
     stream = Capturing(client_end)
     async with app.running(), trio.open_nursery() as nursery:
@@ -295,7 +365,10 @@ async def test_the_modern_client_leaves_out_tools_with_invalid_annotations(
             page = await client.list_tools()
             assert [t.name for t in page.tools] == ["route", "locate", "plain"]
             assert [t.name for t in await client.list_all_tools()] == ["route", "locate", "plain"]
-    assert any("'broken'" in r.getMessage() and "string, integer and boolean" in r.getMessage() for r in caplog.records)
+    assert any(
+        "'broken'" in r.getMessage() and "string, integer and boolean" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 async def test_the_handshake_era_lists_every_tool_and_publishes_nothing(wires: Any, mode: str) -> None:
@@ -311,7 +384,9 @@ async def test_call_tool_publishes_the_headers_of_that_call(wires: Any, mode: st
         async with capturing_client(header_app(), wires, mode, era="modern") as (client, stream):
             await client.call_tool("route", {"region": "us"})  # not listed yet: nothing known
             await client.list_all_tools()
-            result = await client.call_tool("route", {"region": " us ", "priority": 3, "verbose": None, "query": "q"})
+            result = await client.call_tool(
+                "route", {"region": " us ", "priority": 3, "verbose": None, "query": "q"}
+            )
             assert text_of(result) == " us |3|None|q"
             await client.call_tool("locate", {"target": {"zone": "z1"}})
             await client.call_tool("plain", {"text": "t"})
@@ -324,7 +399,9 @@ async def test_call_tool_publishes_the_headers_of_that_call(wires: Any, mode: st
             assert PARAM_HEADERS.get() is None  # nothing left behind in the caller's context
 
 
-async def test_a_call_made_during_another_calls_input_round_gets_only_its_own_headers(wires: Any, mode: str) -> None:
+async def test_a_call_made_during_another_calls_input_round_gets_only_its_own_headers(
+    wires: Any, mode: str
+) -> None:
     """tool ``ask`` (annotated) asks the LLM; the sampling handler calls ``route``
     and ``plain`` on the same session in the same task before answering."""
     app = header_app()
@@ -344,7 +421,10 @@ async def test_a_call_made_during_another_calls_input_round_gets_only_its_own_he
         return await answers.sample(params)
 
     with trio.fail_after(TIMEOUT):
-        async with capturing_client(app, wires, mode, era="modern", sampling_handler=sample) as (client, stream):
+        async with capturing_client(app, wires, mode, era="modern", sampling_handler=sample) as (
+            client,
+            stream,
+        ):
             holder["client"] = client
             await client.list_all_tools()
             assert text_of(await client.call_tool("ask", {"topic": "tea"})) == "tea: fine"
@@ -360,11 +440,15 @@ def test_published_headers_apply_to_the_same_call_only() -> None:
     arguments = {"region": "us"}
     token = PARAM_HEADERS.set(ParamHeaders("route", arguments, {"mcp-param-region": "us"}))
     try:
+
         def call(name: str, args: Any) -> dict[str, str]:
             meta = {META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: {}}
             params = CallToolRequestParams(name=name, arguments=args, meta=meta)
-            return {k: v for k, v in modern_headers(Request(id=1, method="tools/call", params=params)).items()
-                    if k.startswith("mcp-param-")}
+            return {
+                k: v
+                for k, v in modern_headers(Request(id=1, method="tools/call", params=params)).items()
+                if k.startswith("mcp-param-")
+            }
 
         assert call("route", arguments) == {"mcp-param-region": "us"}
         assert call("route", {"region": "us"}) == {"mcp-param-region": "us"}  # equal arguments
@@ -396,8 +480,12 @@ async def post_call(
     name: str = "route",
 ) -> httpx.Response:
     meta = {META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: {}}
-    body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name, "arguments": arguments,
-                                                                         "_meta": meta}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta},
+    }
     base = {**ACCEPT_BOTH, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": name}
     headers = list(base.items()) + (list(extra.items()) if isinstance(extra, dict) else extra)
     return await http.post(url, content=json.dumps(body), headers=headers)
@@ -426,14 +514,33 @@ def assert_answered(response: httpx.Response, text: str) -> None:
         ({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVsbG8?="}, None, "malformed"),
         ({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}, None, "malformed"),
         ({"region": "SGVsbG8="}, {"Mcp-Param-Region": "SGVsbG8="}, "SGVsbG8=|None|None|None", None),
-        ({"region": "a", "priority": 42}, {"Mcp-Param-Region": "a", "Mcp-Param-Priority": "42.0"}, "a|42|None|None",
-         None),
-        ({"region": "a", "verbose": True}, {"Mcp-Param-Region": "a", "Mcp-Param-Verbose": "TRUE"}, None,
-         "does not match argument 'verbose'"),
+        (
+            {"region": "a", "priority": 42},
+            {"Mcp-Param-Region": "a", "Mcp-Param-Priority": "42.0"},
+            "a|42|None|None",
+            None,
+        ),
+        (
+            {"region": "a", "verbose": True},
+            {"Mcp-Param-Region": "a", "Mcp-Param-Verbose": "TRUE"},
+            None,
+            "does not match argument 'verbose'",
+        ),
         ({"region": "a"}, {"Mcp-Param-Region": "a", "Mcp-Param-Priority": "1"}, None, "is absent"),
     ],
-    ids=["plain", "name-case", "missing", "mismatch", "base64", "bad-padding", "bad-chars", "literal",
-         "integer-as-number", "boolean-case", "header-without-argument"],
+    ids=[
+        "plain",
+        "name-case",
+        "missing",
+        "mismatch",
+        "base64",
+        "bad-padding",
+        "bad-chars",
+        "literal",
+        "integer-as-number",
+        "boolean-case",
+        "header-without-argument",
+    ],
 )
 async def test_a_stateless_call_is_checked_against_the_tools_annotations(
     arguments: dict[str, Any], extra: dict[str, str], answer: str | None, problem: str | None
@@ -463,27 +570,51 @@ async def test_what_cannot_be_checked_is_left_to_the_session() -> None:
             assert_answered(await post_call(http, url, {"data": {"k": 1}}, {}, name="broken"), "broken ran")
             unknown = await post_call(http, url, {"region": "us"}, {}, name="nowhere")
             assert unknown.json()["error"]["code"] == -32602
-            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
             response = await http.post(url, content=json.dumps(init), headers=ACCEPT_BOTH)
-            session = {**ACCEPT_BOTH, "mcp-session-id": response.headers["mcp-session-id"],
-                       "mcp-protocol-version": "2025-11-25"}
-            await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-                            headers=session)
-            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "route", "arguments": {"region": "us"}}}
-            assert_answered(await http.post(url, content=json.dumps(call), headers=session), "us|None|None|None")
+            session = {
+                **ACCEPT_BOTH,
+                "mcp-session-id": response.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            await http.post(
+                url,
+                content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                headers=session,
+            )
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "route", "arguments": {"region": "us"}},
+            }
+            assert_answered(
+                await http.post(url, content=json.dumps(call), headers=session), "us|None|None|None"
+            )
 
 
 async def test_a_changed_tool_is_checked_against_its_new_schema() -> None:
     app = header_app()
     with trio.fail_after(TIMEOUT):
         async with serving(app) as url, httpx.AsyncClient(timeout=TIMEOUT) as http:
-            assert_answered(await post_call(http, url, {"region": "us"}, {"Mcp-Param-Region": "us"}), "us|None|None|None")
+            assert_answered(
+                await post_call(http, url, {"region": "us"}, {"Mcp-Param-Region": "us"}), "us|None|None|None"
+            )
             zoned = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Zone"}}}
             app.add_tool(lambda region: f"zone {region}", name="route", input_schema=zoned)
-            assert_rejected(await post_call(http, url, {"region": "us"}, {"Mcp-Param-Region": "us"}),
-                            "Mcp-Param-Zone header is missing")
+            assert_rejected(
+                await post_call(http, url, {"region": "us"}, {"Mcp-Param-Region": "us"}),
+                "Mcp-Param-Zone header is missing",
+            )
             assert_answered(await post_call(http, url, {"region": "us"}, {"Mcp-Param-Zone": "us"}), "zone us")
 
 
@@ -493,8 +624,10 @@ async def test_a_low_level_server_is_checked_against_what_its_tools_list_handler
     app = LowLevelServer("low", page_size=1)
     tools = [
         Tool(name="first", input_schema={"type": "object"}),
-        Tool(name="second", input_schema={"type": "object", "properties": {
-            "key": {"type": "string", "x-mcp-header": "Key"}}}),
+        Tool(
+            name="second",
+            input_schema={"type": "object", "properties": {"key": {"type": "string", "x-mcp-header": "Key"}}},
+        ),
     ]
     listings: list[Any] = []
 
@@ -510,19 +643,21 @@ async def test_a_low_level_server_is_checked_against_what_its_tools_list_handler
     app.set_request_handler("tools/call", CallToolRequestParams, call_tool)
     with trio.fail_after(TIMEOUT):
         async with serving(app) as url, httpx.AsyncClient(timeout=TIMEOUT) as http:
-            assert_rejected(await post_call(http, url, {"key": "k"}, {}, name="second"), "Mcp-Param-Key header is missing")
+            assert_rejected(
+                await post_call(http, url, {"key": "k"}, {}, name="second"), "Mcp-Param-Key header is missing"
+            )
             assert len(listings) == 2
-            assert_answered(await post_call(http, url, {"key": "k"}, {"Mcp-Param-Key": "k"}, name="second"),
-                            "called second")
+            assert_answered(
+                await post_call(http, url, {"key": "k"}, {"Mcp-Param-Key": "k"}, name="second"),
+                "called second",
+            )
 
 
 # -------------------------------------------------- both ends, over HTTP
 
 
 @asynccontextmanager
-async def http_client(
-    url: str, seen: list[dict[str, str]], **options: Any
-) -> AsyncIterator[Any]:
+async def http_client(url: str, seen: list[dict[str, str]], **options: Any) -> AsyncIterator[Any]:
     async def record(request: httpx.Request) -> None:
         if request.method == "POST" and request.headers.get("mcp-method") == "tools/call":
             seen.append({k: v for k, v in request.headers.items() if k.startswith("mcp-param-")})
@@ -530,7 +665,9 @@ async def http_client(
     transport_options = options.pop("transport", {})
     async with httpx.AsyncClient(event_hooks={"request": [record]}) as http:
         async with trio.open_nursery() as nursery:
-            stream = await nursery.start(StreamableHttpTransport(url, http_client=http, **transport_options).run)
+            stream = await nursery.start(
+                StreamableHttpTransport(url, http_client=http, **transport_options).run
+            )
             async with open_session(stream, era="modern", **options) as client:
                 yield client
             nursery.cancel_scope.cancel()
@@ -543,11 +680,16 @@ async def test_over_http_the_client_sends_what_the_server_checks() -> None:
             assert [t.name for t in await client.list_all_tools()] == ["route", "locate", "plain"]
             arguments = {"region": "Hello, 世界", "priority": 7, "verbose": False, "query": "SELECT 1"}
             assert text_of(await client.call_tool("route", arguments)) == "Hello, 世界|7|False|SELECT 1"
-            assert text_of(await client.call_tool("route", {"region": "", "verbose": None})) == "|None|None|None"
+            assert (
+                text_of(await client.call_tool("route", {"region": "", "verbose": None})) == "|None|None|None"
+            )
             assert text_of(await client.call_tool("locate", {"target": {"zone": " z "}})) == '{"zone": " z "}'
             assert seen == [
-                {"mcp-param-region": "=?base64?SGVsbG8sIOS4lueVjA==?=", "mcp-param-priority": "7",
-                 "mcp-param-verbose": "false"},
+                {
+                    "mcp-param-region": "=?base64?SGVsbG8sIOS4lueVjA==?=",
+                    "mcp-param-priority": "7",
+                    "mcp-param-verbose": "false",
+                },
                 {"mcp-param-region": ""},
                 {"mcp-param-zone": "=?base64?IHog?="},
             ]
@@ -569,9 +711,10 @@ async def test_over_http_a_call_without_the_headers_is_refused() -> None:
 async def test_configured_param_headers_never_stand_in_for_arguments() -> None:
     seen: list[dict[str, str]] = []
     with trio.fail_after(TIMEOUT):
-        async with serving(header_app()) as url, http_client(
-            url, seen, transport={"headers": {"Mcp-Param-Region": "forged"}}
-        ) as client:
+        async with (
+            serving(header_app()) as url,
+            http_client(url, seen, transport={"headers": {"Mcp-Param-Region": "forged"}}) as client,
+        ):
             await client.list_all_tools()
             assert text_of(await client.call_tool("route", {"region": "us"})) == "us|None|None|None"
             assert text_of(await client.call_tool("plain", {"text": "t"})) == "t"

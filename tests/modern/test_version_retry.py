@@ -49,7 +49,9 @@ def version_of(request: Any) -> Any:
     return (params.get("_meta") or {}).get(META_PROTOCOL_VERSION)
 
 
-def refuse_first(count: int, supported: list[str] | None, answer: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def refuse_first(
+    count: int, supported: list[str] | None, answer: Callable[[Any], Any]
+) -> Callable[[Any], Any]:
     """A handler refusing its first ``count`` requests with -32022, then answering."""
     calls = {"n": 0}
 
@@ -75,7 +77,9 @@ async def test_a_refused_discover_is_retried_with_the_version_the_server_names(
 ) -> None:
     """The suite's request-metadata case: the first request is refused even
     though the server names the very version it carried; the retry carries it."""
-    handlers = {"server/discover": refuse_first(1, ["2099-01-01", MODERN], lambda r: discover_result(tools={}))}
+    handlers = {
+        "server/discover": refuse_first(1, ["2099-01-01", MODERN], lambda r: discover_result(tools={}))
+    }
     with trio.fail_after(TIMEOUT):
         async with open_raw_server(wires, handlers, mode=mode) as rs:
             async with open_session(rs.client_stream, era=era) as client:
@@ -162,7 +166,9 @@ async def test_a_request_refused_twice_fails(wires: Any, mode: str) -> None:
             assert len(rs.wire.requests("client", "tools/call")) == 2
 
 
-def _era_aware_server(refused: list[Any], arrived: trio.Event | None = None, expect: int = 1) -> dict[str, Any]:
+def _era_aware_server(
+    refused: list[Any], arrived: trio.Event | None = None, expect: int = 1
+) -> dict[str, Any]:
     """Stateless requests refused (only handshake versions supported), handshake ones answered."""
 
     async def call(request: Any) -> Any:
@@ -177,8 +183,9 @@ def _era_aware_server(refused: list[Any], arrived: trio.Event | None = None, exp
 
     return {
         "server/discover": lambda r: discover_result(tools={}, resources={"subscribe": True}),
-        "initialize": lambda r: initialize_result(raw_or_none(r.params)["protocolVersion"], tools={},
-                                                  resources={"subscribe": True}),
+        "initialize": lambda r: initialize_result(
+            raw_or_none(r.params)["protocolVersion"], tools={}, resources={"subscribe": True}
+        ),
         "resources/subscribe": lambda r: {},
         "tools/call": call,
     }
@@ -196,12 +203,20 @@ async def test_mid_session_the_auto_client_falls_back_to_initialize_and_sends_th
                 assert client.era == "handshake" and client.protocol_version == "2025-11-25"
                 assert text_of(await client.call_tool("u")) == "handshake u"  # no more stateless requests
             methods = rs.wire.methods("client")
-            assert methods == ["server/discover", "tools/call", "initialize", "notifications/initialized",
-                               "tools/call", "tools/call"]
+            assert methods == [
+                "server/discover",
+                "tools/call",
+                "initialize",
+                "notifications/initialized",
+                "tools/call",
+                "tools/call",
+            ]
             assert len(refused) == 1
 
 
-async def test_mid_session_the_watched_resources_are_subscribed_the_handshake_way(wires: Any, mode: str) -> None:
+async def test_mid_session_the_watched_resources_are_subscribed_the_handshake_way(
+    wires: Any, mode: str
+) -> None:
     refused: list[Any] = []
     with trio.fail_after(TIMEOUT):
         async with open_raw_server(wires, _era_aware_server(refused), mode=mode) as rs:
@@ -273,11 +288,19 @@ class RefuseFirst:
         self.seen.append((data.get("method"), headers.get("mcp-protocol-version")))
         if data.get("method") == self.method and not self.refused:
             self.refused = True
-            error = {"code": -32022, "message": "Unsupported protocol version",
-                     "data": {"supported": self.supported, "requested": headers.get("mcp-protocol-version")}}
+            error = {
+                "code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {"supported": self.supported, "requested": headers.get("mcp-protocol-version")},
+            }
             out = json.dumps({"jsonrpc": "2.0", "id": data["id"], "error": error}).encode()
-            await send({"type": "http.response.start", "status": 400,
-                        "headers": [(b"content-type", b"application/json")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
             await send({"type": "http.response.body", "body": out})
             return
         replayed = False
@@ -315,7 +338,9 @@ async def serving_behind(middleware: Callable[[Any], Any]) -> AsyncIterator[str]
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(
-            lambda task_status: serve(middleware(asgi), config, shutdown_trigger=stop.wait, task_status=task_status)
+            lambda task_status: serve(
+                middleware(asgi), config, shutdown_trigger=stop.wait, task_status=task_status
+            )
         )
         try:
             yield binds[0] + "/mcp"

@@ -79,21 +79,36 @@ def dumps(value: Any) -> bytes:
 
 VALID = [
     pytest.param(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {"a": [1, 2]}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "x", "arguments": {"a": [1, 2]}},
+        },
         ("request", 1, "tools/call", {"name": "x", "arguments": {"a": [1, 2]}}),
         id="request-int-id",
     ),
     pytest.param(
-        {"jsonrpc": "2.0", "id": "abc", "method": "ping"}, ("request", "abc", "ping", MISSING), id="request-str-id"
+        {"jsonrpc": "2.0", "id": "abc", "method": "ping"},
+        ("request", "abc", "ping", MISSING),
+        id="request-str-id",
     ),
-    pytest.param({"jsonrpc": "2.0", "id": "", "method": "m"}, ("request", "", "m", MISSING), id="request-empty-id"),
-    pytest.param({"jsonrpc": "2.0", "id": 0, "method": "m"}, ("request", 0, "m", MISSING), id="request-zero-id"),
-    pytest.param({"jsonrpc": "2.0", "id": -7, "method": "m"}, ("request", -7, "m", MISSING), id="request-neg-id"),
+    pytest.param(
+        {"jsonrpc": "2.0", "id": "", "method": "m"}, ("request", "", "m", MISSING), id="request-empty-id"
+    ),
+    pytest.param(
+        {"jsonrpc": "2.0", "id": 0, "method": "m"}, ("request", 0, "m", MISSING), id="request-zero-id"
+    ),
+    pytest.param(
+        {"jsonrpc": "2.0", "id": -7, "method": "m"}, ("request", -7, "m", MISSING), id="request-neg-id"
+    ),
     pytest.param(
         {"jsonrpc": "2.0", "id": 2**80, "method": "m"}, ("request", 2**80, "m", MISSING), id="request-big-id"
     ),
     pytest.param(
-        {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {}}, ("request", 1, "m", {}), id="request-empty-params"
+        {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {}},
+        ("request", 1, "m", {}),
+        id="request-empty-params",
     ),
     pytest.param(
         {"method": "m", "params": {"x": "é€😀"}, "id": 3, "jsonrpc": "2.0", "extra": [1]},
@@ -106,13 +121,19 @@ VALID = [
         id="notification",
     ),
     pytest.param(
-        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 0.5}},
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": 1, "progress": 0.5},
+        },
         ("notification", "notifications/progress", {"progressToken": 1, "progress": 0.5}),
         id="notification-params",
     ),
     pytest.param({"jsonrpc": "2.0", "id": 1, "result": {}}, ("response", 1, {}), id="response"),
     pytest.param({"jsonrpc": "2.0", "id": "r", "result": None}, ("response", "r", None), id="response-null"),
-    pytest.param({"jsonrpc": "2.0", "id": 2, "result": [1, "a"]}, ("response", 2, [1, "a"]), id="response-array"),
+    pytest.param(
+        {"jsonrpc": "2.0", "id": 2, "result": [1, "a"]}, ("response", 2, [1, "a"]), id="response-array"
+    ),
     pytest.param({"jsonrpc": "2.0", "id": 2, "result": 5}, ("response", 2, 5), id="response-scalar"),
     pytest.param(
         {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "nope"}},
@@ -225,7 +246,7 @@ def test_bad_json_is_a_parse_error(data: bytes) -> None:
         b"\xff",
         b"\x80{}",
         b'"\xff"',  # a (non-object) string
-        b"[\"\xc3\x28\"]",  # inside a batch
+        b'["\xc3\x28"]',  # inside a batch
         b'{"jsonrpc":"2.0","method":"\xed\xa0\x80"}',  # an encoded surrogate
         b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"\xc3\x28"}}',  # inside raw params
         b'{"jsonrpc":"2.0","id":1,"result":"\xe2\x82"}',  # truncated sequence in a raw result
@@ -256,7 +277,9 @@ INVALID = [
     pytest.param({"id": 1, "method": "m"}, -32600, 1, True, id="request-no-jsonrpc"),
     pytest.param({"jsonrpc": "1.0", "id": "a", "method": "m"}, -32600, "a", True, id="request-jsonrpc-1.0"),
     pytest.param({"jsonrpc": 2.0, "id": 1, "method": "m"}, -32600, 1, True, id="request-jsonrpc-number"),
-    pytest.param({"jsonrpc": "1.0", "id": 1.5, "method": "m"}, -32600, None, True, id="request-jsonrpc-bad-id"),
+    pytest.param(
+        {"jsonrpc": "1.0", "id": 1.5, "method": "m"}, -32600, None, True, id="request-jsonrpc-bad-id"
+    ),
     pytest.param({"jsonrpc": "1.0", "method": "m"}, -32600, None, False, id="notification-jsonrpc-1.0"),
     pytest.param({"method": "m", "params": {}}, -32600, None, False, id="notification-no-jsonrpc"),
     pytest.param({"jsonrpc": "1.0", "id": 5, "result": 1}, -32600, 5, False, id="response-jsonrpc-1.0"),
@@ -285,7 +308,9 @@ INVALID = [
     pytest.param({**R, "id": "q", "method": "m", "params": True}, -32600, "q", True, id="params-bool"),
     pytest.param({**R, "id": "q", "method": "m", "params": None}, -32600, "q", True, id="params-null"),
     pytest.param({**R, "method": "m", "params": None}, -32600, None, False, id="notification-params-null"),
-    pytest.param({**R, "id": 2.5, "method": "m", "params": [1]}, -32602, None, True, id="params-array-bad-id"),
+    pytest.param(
+        {**R, "id": 2.5, "method": "m", "params": [1]}, -32602, None, True, id="params-array-bad-id"
+    ),
 ]
 
 
@@ -332,7 +357,12 @@ def test_response_with_both_result_and_error_is_not_answered() -> None:
 
 
 def test_params_check_reads_the_first_byte_after_whitespace() -> None:
-    assert describe(decode(b'{"jsonrpc":"2.0","id":1,"method":"m","params":  \n [1]}')) == ("invalid", -32602, 1, True)
+    assert describe(decode(b'{"jsonrpc":"2.0","id":1,"method":"m","params":  \n [1]}')) == (
+        "invalid",
+        -32602,
+        1,
+        True,
+    )
     assert describe(decode(b'{"jsonrpc":"2.0","id":1,"method":"m","params":\t{"a":1} }')) == (
         "request",
         1,
@@ -532,7 +562,9 @@ def expected_item(v: Any) -> Any:
         return ("response", ident, v["result"])
     if "error" in v:
         err = v["error"]
-        if not (isinstance(err, dict) and type(err.get("code")) is int and isinstance(err.get("message"), str)):
+        if not (
+            isinstance(err, dict) and type(err.get("code")) is int and isinstance(err.get("message"), str)
+        ):
             return ("invalid", -32600, None, False)
         if not (ident is None or valid_id):
             return ("invalid", -32600, None, False)
@@ -555,7 +587,9 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=12,
 )
 ids = st.one_of(
@@ -567,7 +601,9 @@ ids = st.one_of(
     st.just({}),
     st.just([1]),
 )
-methods = st.one_of(st.sampled_from(["ping", "tools/list", "initialize", "notifications/x"]), st.text(max_size=6), json_values)
+methods = st.one_of(
+    st.sampled_from(["ping", "tools/list", "initialize", "notifications/x"]), st.text(max_size=6), json_values
+)
 params = st.one_of(
     st.dictionaries(st.text(max_size=4), json_values, max_size=3),
     st.lists(json_values, max_size=3),
@@ -589,7 +625,13 @@ def envelopes(draw: st.DrawFn) -> dict[str, Any]:
     obj: dict[str, Any] = draw(st.dictionaries(st.text(max_size=5), json_values, max_size=2))
     if draw(st.integers(0, 9)) > 0:
         obj["jsonrpc"] = draw(st.sampled_from(["2.0", "2.0", "2.0", "1.0", 2.0, None, ""]))
-    for key, strategy in (("id", ids), ("method", methods), ("params", params), ("result", json_values), ("error", errors)):
+    for key, strategy in (
+        ("id", ids),
+        ("method", methods),
+        ("params", params),
+        ("result", json_values),
+        ("error", errors),
+    ):
         if draw(st.booleans()):
             obj[key] = draw(strategy)
     return obj

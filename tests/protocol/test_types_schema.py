@@ -146,11 +146,19 @@ META = {"com.example/trace": "t-1"}
 ICON = Icon(src="https://example.com/icon.png", mime_type="image/png", sizes=["48x48", "96x96"], theme="dark")
 ANNOTATIONS = Annotations(audience=["user", "assistant"], priority=0.5, last_modified="2025-01-12T15:00:58Z")
 CLIENT_INFO = Implementation(
-    name="client", version="1.2.3", title="Client", description="A client", icons=[ICON],
+    name="client",
+    version="1.2.3",
+    title="Client",
+    description="A client",
+    icons=[ICON],
     website_url="https://example.com/client",
 )
 SERVER_INFO = Implementation(
-    name="server", version="4.5.6", title="Server", description="A server", icons=[ICON],
+    name="server",
+    version="4.5.6",
+    title="Server",
+    description="A server",
+    icons=[ICON],
     website_url="https://example.com/server",
 )
 CLIENT_CAPS = ClientCapabilities(
@@ -194,8 +202,15 @@ def content_blocks() -> list[Any]:
         ImageContent(data="aGVsbG8=", mime_type="image/png", annotations=ANNOTATIONS, meta=META),
         AudioContent(data="aGVsbG8=", mime_type="audio/wav", annotations=ANNOTATIONS, meta=META),
         ResourceLink(
-            uri="file:///a.txt", name="a.txt", title="A", description="file a", mime_type="text/plain",
-            size=5, icons=[ICON], annotations=ANNOTATIONS, meta=META,
+            uri="file:///a.txt",
+            name="a.txt",
+            title="A",
+            description="file a",
+            mime_type="text/plain",
+            size=5,
+            icons=[ICON],
+            annotations=ANNOTATIONS,
+            meta=META,
         ),
         EmbeddedResource(
             resource=ResourceContents.from_text("file:///a.txt", "hello", mime_type="text/plain", meta=META),
@@ -220,7 +235,10 @@ def sampling_messages() -> list[SamplingMessage]:
             role="user",
             content=[
                 ToolResultContent(
-                    tool_use_id="u1", content=content_blocks(), structured_content={"sum": 3}, is_error=False,
+                    tool_use_id="u1",
+                    content=content_blocks(),
+                    structured_content={"sum": 3},
+                    is_error=False,
                     meta=META,
                 ),
                 ImageContent(data="aGk=", mime_type="image/png"),
@@ -236,7 +254,9 @@ def rich_create_message(version: str) -> CreateMessageRequestParams:
         messages=sampling_messages(),
         max_tokens=100,
         model_preferences=ModelPreferences(
-            hints=[ModelHint(name="claude"), ModelHint()], cost_priority=0.2, speed_priority=0.3,
+            hints=[ModelHint(name="claude"), ModelHint()],
+            cost_priority=0.2,
+            speed_priority=0.3,
             intelligence_priority=0.9,
         ),
         system_prompt="Be brief.",
@@ -277,8 +297,12 @@ def rmeta(version: str, rich: bool = True) -> Any:
         if not rich:
             return request_meta(protocol_version=version, client_capabilities=ClientCapabilities())
         return request_meta(
-            protocol_version=version, client_capabilities=CLIENT_CAPS, client_info=CLIENT_INFO,
-            log_level="debug", progress_token="p-1", extra=META,
+            protocol_version=version,
+            client_capabilities=CLIENT_CAPS,
+            client_info=CLIENT_INFO,
+            log_level="debug",
+            progress_token="p-1",
+            extra=META,
         )
     return {"progressToken": 7, **META} if rich else UNSET
 
@@ -322,7 +346,8 @@ def params_variants(method: str, version: str) -> Variants:
                 protocol_version=version, capabilities=CLIENT_CAPS, client_info=CLIENT_INFO, meta=m
             ),
             "minimal": InitializeRequestParams(
-                protocol_version=version, capabilities=ClientCapabilities(),
+                protocol_version=version,
+                capabilities=ClientCapabilities(),
                 client_info=Implementation(name="c", version="0"),
             ),
         }
@@ -339,11 +364,15 @@ def params_variants(method: str, version: str) -> Variants:
             "minimal": ReadResourceRequestParams(uri="file:///a.txt", meta=mm),
         }
     if method == "resources/subscribe":
-        return {"rich": SubscribeRequestParams(uri="file:///a.txt", meta=m),
-                "minimal": SubscribeRequestParams(uri="file:///a.txt")}
+        return {
+            "rich": SubscribeRequestParams(uri="file:///a.txt", meta=m),
+            "minimal": SubscribeRequestParams(uri="file:///a.txt"),
+        }
     if method == "resources/unsubscribe":
-        return {"rich": UnsubscribeRequestParams(uri="file:///a.txt", meta=m),
-                "minimal": UnsubscribeRequestParams(uri="file:///a.txt")}
+        return {
+            "rich": UnsubscribeRequestParams(uri="file:///a.txt", meta=m),
+            "minimal": UnsubscribeRequestParams(uri="file:///a.txt"),
+        }
     if method == "prompts/get":
         return {
             "rich": GetPromptRequestParams(
@@ -407,7 +436,9 @@ def params_variants(method: str, version: str) -> Variants:
         return {
             "rich": SubscriptionsListenRequestParams(
                 notifications=SubscriptionFilter(
-                    tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True,
+                    tools_list_changed=True,
+                    prompts_list_changed=True,
+                    resources_list_changed=True,
                     resource_subscriptions=["file:///a.txt"],
                 ),
                 meta=m,
@@ -489,11 +520,15 @@ def result_variants(method: str, version: str) -> Variants:
     if method == "initialize":
         out = {
             "rich": InitializeResult(
-                protocol_version=version, capabilities=SERVER_CAPS, server_info=SERVER_INFO,
-                instructions="Use it.", meta=rm,
+                protocol_version=version,
+                capabilities=SERVER_CAPS,
+                server_info=SERVER_INFO,
+                instructions="Use it.",
+                meta=rm,
             ),
             "minimal": InitializeResult(
-                protocol_version=version, capabilities=ServerCapabilities(),
+                protocol_version=version,
+                capabilities=ServerCapabilities(),
                 server_info=Implementation(name="s", version="0"),
             ),
         }
@@ -502,8 +537,11 @@ def result_variants(method: str, version: str) -> Variants:
     elif method == "server/discover":
         out = {
             "rich": DiscoverResult(
-                supported_versions=list(SUPPORTED_VERSIONS), capabilities=SERVER_CAPS, instructions="Use it.",
-                meta=rm, **cache,
+                supported_versions=list(SUPPORTED_VERSIONS),
+                capabilities=SERVER_CAPS,
+                instructions="Use it.",
+                meta=rm,
+                **cache,
             ),
             "minimal": DiscoverResult(supported_versions=[version], capabilities=ServerCapabilities()),
         }
@@ -512,12 +550,21 @@ def result_variants(method: str, version: str) -> Variants:
             "rich": ListResourcesResult(
                 resources=[
                     Resource(
-                        uri="file:///a.txt", name="a.txt", title="A", description="file a",
-                        mime_type="text/plain", size=5, icons=[ICON], annotations=ANNOTATIONS, meta=META,
+                        uri="file:///a.txt",
+                        name="a.txt",
+                        title="A",
+                        description="file a",
+                        mime_type="text/plain",
+                        size=5,
+                        icons=[ICON],
+                        annotations=ANNOTATIONS,
+                        meta=META,
                     ),
                     Resource(uri="file:///b", name="b"),
                 ],
-                next_cursor="c-2", meta=rm, **cache,
+                next_cursor="c-2",
+                meta=rm,
+                **cache,
             ),
             "minimal": ListResourcesResult(resources=[]),
         }
@@ -526,11 +573,19 @@ def result_variants(method: str, version: str) -> Variants:
             "rich": ListResourceTemplatesResult(
                 resource_templates=[
                     ResourceTemplate(
-                        uri_template="file:///{path}", name="files", title="Files", description="Any file",
-                        mime_type="text/plain", icons=[ICON], annotations=ANNOTATIONS, meta=META,
+                        uri_template="file:///{path}",
+                        name="files",
+                        title="Files",
+                        description="Any file",
+                        mime_type="text/plain",
+                        icons=[ICON],
+                        annotations=ANNOTATIONS,
+                        meta=META,
                     )
                 ],
-                next_cursor="c-2", meta=rm, **cache,
+                next_cursor="c-2",
+                meta=rm,
+                **cache,
             ),
             "minimal": ListResourceTemplatesResult(resource_templates=[]),
         }
@@ -543,7 +598,8 @@ def result_variants(method: str, version: str) -> Variants:
                         "file:///b.bin", b"\xff\x00", mime_type="application/octet-stream"
                     ),
                 ],
-                meta=rm, **cache,
+                meta=rm,
+                **cache,
             ),
             "minimal": ReadResourceResult(contents=[ResourceContents.from_text("file:///a.txt", "")]),
         }
@@ -552,16 +608,21 @@ def result_variants(method: str, version: str) -> Variants:
             "rich": ListPromptsResult(
                 prompts=[
                     Prompt(
-                        name="greet", title="Greet", description="Say hi",
+                        name="greet",
+                        title="Greet",
+                        description="Say hi",
                         arguments=[
                             PromptArgument(name="who", title="Who", description="Name", required=True),
                             PromptArgument(name="lang"),
                         ],
-                        icons=[ICON], meta=META,
+                        icons=[ICON],
+                        meta=META,
                     ),
                     Prompt(name="bare"),
                 ],
-                next_cursor="c-2", meta=rm, **cache,
+                next_cursor="c-2",
+                meta=rm,
+                **cache,
             ),
             "minimal": ListPromptsResult(prompts=[]),
         }
@@ -582,7 +643,9 @@ def result_variants(method: str, version: str) -> Variants:
         out = {
             "rich": ListToolsResult(
                 tools=[RICH_TOOL, ARRAY_TOOL, Tool(name="bare", input_schema={"type": "object"})],
-                next_cursor="c-2", meta=rm, **cache,
+                next_cursor="c-2",
+                meta=rm,
+                **cache,
             ),
             "minimal": ListToolsResult(tools=[]),
         }
@@ -705,8 +768,11 @@ def test_notification_params_validate(version: str, method: str) -> None:
 
 @pytest.mark.parametrize(
     ("method", "definition"),
-    [("sampling/createMessage", "CreateMessageRequest"), ("roots/list", "ListRootsRequest"),
-     ("elicitation/create", "ElicitRequest")],
+    [
+        ("sampling/createMessage", "CreateMessageRequest"),
+        ("roots/list", "ListRootsRequest"),
+        ("elicitation/create", "ElicitRequest"),
+    ],
 )
 def test_modern_input_requests_validate(method: str, definition: str) -> None:
     result = input_required(V2026_07_28)
@@ -810,11 +876,17 @@ def test_every_field_is_exercised() -> None:
     }
     assert not missing
     public = {
-        obj for name in p._types.__all__
+        obj
+        for name in p._types.__all__
         if isinstance(obj := getattr(p, name), type) and issubclass(obj, msgspec.Struct)
     }
     abstract = {
-        p.McpStruct, p.Result, p.PaginatedResult, p.CacheableResult, p.InputResponseRequestParams, RequestMeta
+        p.McpStruct,
+        p.Result,
+        p.PaginatedResult,
+        p.CacheableResult,
+        p.InputResponseRequestParams,
+        RequestMeta,
     }
     assert not {cls.__name__ for cls in public - reached - abstract}
 
@@ -864,8 +936,12 @@ def test_wire_names_exist_in_the_schemas() -> None:
         (ResourceTemplate(uri_template="u", name="n"), {"uriTemplate"}),
         (ToolsCapability(list_changed=True), {"listChanged"}),
         (ListToolsResult(tools=[], next_cursor="c"), {"nextCursor", "ttlMs", "cacheScope", "resultType"}),
-        (InitializeResult(protocol_version="v", capabilities=ServerCapabilities(), server_info=SERVER_INFO),
-         {"protocolVersion", "serverInfo"}),
+        (
+            InitializeResult(
+                protocol_version="v", capabilities=ServerCapabilities(), server_info=SERVER_INFO
+            ),
+            {"protocolVersion", "serverInfo"},
+        ),
         (ProgressNotificationParams(progress_token=1, progress=1), {"progressToken"}),
         (Implementation(name="n", version="v", website_url="https://x"), {"websiteUrl"}),
         (RequestParams(meta={}), {"_meta"}),
@@ -959,7 +1035,12 @@ def test_adapt_content_blocks() -> None:
     result = CallToolResult(content=content_blocks())
     old = adapt(result, V2024_11_05)
     assert [type(b).__name__ for b in old.content] == [
-        "TextContent", "ImageContent", "TextContent", "TextContent", "EmbeddedResource", "EmbeddedResource"
+        "TextContent",
+        "ImageContent",
+        "TextContent",
+        "TextContent",
+        "EmbeddedResource",
+        "EmbeddedResource",
     ]
     assert "audio/wav" in old.content[2].text and "file:///a.txt" in old.content[3].text
     assert old.content[3].annotations == ANNOTATIONS
@@ -1053,8 +1134,10 @@ def test_tagged_unions_decode() -> None:
     assert blocks == content_blocks()
     with pytest.raises(msgspec.ValidationError):
         coerce(Raw(b'[{"type":"tool_use","id":"1","name":"n","input":{}}]'), list[p.ContentBlock])
-    message = coerce(Raw(b'{"role":"user","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]}'),
-                     SamplingMessage)
+    message = coerce(
+        Raw(b'{"role":"user","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]}'),
+        SamplingMessage,
+    )
     assert message.content == [ToolUseContent(id="1", name="n", input={})]
     result = coerce(Raw(encode(input_required(V2026_07_28))), InputRequiredResult)
     assert result == input_required(V2026_07_28)
@@ -1117,13 +1200,32 @@ _scalars = (
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8)
-    | st.sampled_from(["text", "image", "audio", "resource", "resource_link", "tool_use", "tool_result",
-                       "ref/prompt", "ref/resource", "user", "assistant", "info", "form", "url", "accept"])
+    | st.sampled_from(
+        [
+            "text",
+            "image",
+            "audio",
+            "resource",
+            "resource_link",
+            "tool_use",
+            "tool_result",
+            "ref/prompt",
+            "ref/resource",
+            "user",
+            "assistant",
+            "info",
+            "form",
+            "url",
+            "accept",
+        ]
+    )
 )
 _json = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(_wire_keys()) | st.text(max_size=4), inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(_wire_keys()) | st.text(max_size=4), inner, max_size=5)
+    ),
     max_leaves=20,
 )
 _objects = st.dictionaries(st.sampled_from(_wire_keys()), _json, max_size=8)

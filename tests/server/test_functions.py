@@ -239,7 +239,7 @@ async def test_arguments_are_converted() -> None:
     )
     assert out["f"] == 2.0 and isinstance(out["f"], float)
     assert out["point"] == Point(3, 0)
-    assert out["when"] == datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)
+    assert out["when"] == datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
     assert out["ident"] == uuid.UUID("12345678-1234-5678-1234-567812345678")
     assert out["mode"] == "a" and out["s"] == ""
 

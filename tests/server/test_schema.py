@@ -110,7 +110,7 @@ def test_scalars_and_required() -> None:
 
 
 def test_defaults_and_optionals() -> None:
-    def f(  # noqa: B006
+    def f(
         a: int = 3,
         b: Optional[str] = None,  # noqa: UP045
         c: int = None,  # type: ignore[assignment]
@@ -330,7 +330,7 @@ def test_description_without_docstring_or_sections() -> None:
 
 
 def test_skip_and_string_annotations() -> None:
-    def f(ctx: "Ctx", a: "Point", b: "list[Color]" = []) -> None:  # noqa: B006
+    def f(ctx: Ctx, a: Point, b: list[Color] = []) -> None:  # noqa: B006
         ...
 
     schema = input_schema_for(f, skip={"ctx"})
@@ -353,7 +353,7 @@ def test_var_args_rejected() -> None:
 def test_unsupported_and_unresolvable_types_rejected() -> None:
     def f(a: Opaque) -> None: ...
 
-    def g(a: "DoesNotExist") -> None:  # type: ignore[name-defined]  # noqa: F821
+    def g(a: DoesNotExist) -> None:  # type: ignore[name-defined]  # noqa: F821
         ...
 
     with pytest.raises(TypeError, match="parameter 'a' has an unsupported type"):

@@ -64,7 +64,7 @@ from trio_mcp.server import LowLevelServer
 from trio_mcp.transports import memory_pair
 
 try:  # run from the repository root or from tests/
-    from recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
+    from recording import Inbox, RecordingStream
     from schema_check import validate_message
 except ImportError:  # pragma: no cover
     from tests.recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
@@ -138,7 +138,9 @@ class Wire:
         except Exception as exc:  # the transport will refuse it too
             data = {"unencodable": repr(exc)}
         if isinstance(data, list):  # a batch answer: each answer checked as one
-            entries = [Sent(side, item, checked=self._unchecked[side] == 0, in_batch_answer=True) for item in data]
+            entries = [
+                Sent(side, item, checked=self._unchecked[side] == 0, in_batch_answer=True) for item in data
+            ]
             self.sent.extend(entries)
             return entries[-1]
         entry = Sent(side, data, checked=self._unchecked[side] == 0)

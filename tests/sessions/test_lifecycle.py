@@ -154,9 +154,8 @@ def test_client_refuses_to_offer_an_unknown_version() -> None:
 async def test_request_before_initialize_is_answered_at_once_with_an_error(wires, method: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires) as raw:
-            with raw.wire.unchecked("client"):
-                with pytest.raises(McpError) as caught:
-                    await raw.peer.request(method, {})
+            with raw.wire.unchecked("client"), pytest.raises(McpError) as caught:
+                await raw.peer.request(method, {})
             if method == "server/discover":
                 # A 2026-era probe: refused for want of its _meta version.
                 assert caught.value.code in (INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS)
@@ -257,9 +256,8 @@ async def test_second_initialize_is_refused_and_the_session_keeps_serving(connec
 async def test_malformed_initialize_is_invalid_params(wires, params: dict[str, Any]) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_raw_client(demo_app(), wires) as raw:
-            with raw.wire.unchecked("client"):
-                with pytest.raises(InvalidParams):
-                    await raw.peer.request("initialize", params)
+            with raw.wire.unchecked("client"), pytest.raises(InvalidParams):
+                await raw.peer.request("initialize", params)
             # Not initialized by the bad attempt: a good one still works.
             assert (await raw.initialize())["protocolVersion"] == LATEST_HANDSHAKE_VERSION
 

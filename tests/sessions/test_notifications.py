@@ -98,9 +98,8 @@ async def test_level_can_be_changed_during_the_session(connect) -> None:
 async def test_invalid_level_is_invalid_params(connect) -> None:
     with trio.fail_after(TIMEOUT):
         async with connect(logging_app()) as conn:
-            with conn.wire.unchecked("client"):
-                with pytest.raises(InvalidParams) as caught:
-                    await conn.client.peer.request("logging/setLevel", {"level": "loud"})
+            with conn.wire.unchecked("client"), pytest.raises(InvalidParams) as caught:
+                await conn.client.peer.request("logging/setLevel", {"level": "loud"})
             assert caught.value.code == INVALID_PARAMS
             assert conn.server.log_level is None
 
@@ -369,7 +368,9 @@ def _state() -> dict[str, Any]:
     return {"started": trio.Event(), "finished": trio.Event(), "cancelled": False}
 
 
-async def test_client_cancel_scope_sends_cancelled_and_cancels_the_handler(connect, version: str, mode: str) -> None:
+async def test_client_cancel_scope_sends_cancelled_and_cancels_the_handler(
+    connect, version: str, mode: str
+) -> None:
     with trio.fail_after(TIMEOUT):
         state = _state()
         async with connect(cancellation_app(state)) as conn:

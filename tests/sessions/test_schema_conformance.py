@@ -210,9 +210,8 @@ async def drive_everything(
     await client.set_roots([Root(uri="file:///new")])
 
     # a method of no capability
-    with pytest.raises(MethodNotFound):
-        with conn.wire.unchecked("client"):
-            await client.peer.request("nothing/here", {})
+    with pytest.raises(MethodNotFound), conn.wire.unchecked("client"):
+        await client.peer.request("nothing/here", {})
     await wait_all_tasks_blocked()
 
 
@@ -259,8 +258,10 @@ async def test_every_message_of_a_full_session_validates(connect, version: str, 
         }
         if mode == "inline":
             # Requests served in the caller's task are cancelled with it: no notice.
-            expected -= {("client", "notification", "notifications/cancelled"),
-                         ("server", "notification", "notifications/cancelled")}
+            expected -= {
+                ("client", "notification", "notifications/cancelled"),
+                ("server", "notification", "notifications/cancelled"),
+            }
         assert expected - seen == set(), f"never exercised: {sorted(expected - seen)}"
         assert seen - expected == set(), f"sent but not in the {version} schema: {sorted(seen - expected)}"
         # Results of every request kind were validated too.

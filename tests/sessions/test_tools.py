@@ -263,9 +263,8 @@ async def test_unknown_tool_is_invalid_params(connect) -> None:
 async def test_malformed_tools_call_params_are_invalid_params(connect, params: dict[str, Any]) -> None:
     with trio.fail_after(TIMEOUT):
         async with connect(tools_app()) as conn:
-            with conn.wire.unchecked("client"):
-                with pytest.raises(InvalidParams):
-                    await conn.client.peer.request("tools/call", params)
+            with conn.wire.unchecked("client"), pytest.raises(InvalidParams):
+                await conn.client.peer.request("tools/call", params)
             assert (await conn.client.call_tool("echo", {"text": "ok"})).content[0].text == "ok"
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import trio_mcp.supervision as supervision
+from trio_mcp import supervision
 from trio_mcp.supervision import Backoff, ChildSpec, OnStartFailure, Restart
 
 

@@ -186,7 +186,9 @@ def _sse_pair() -> AbstractAsyncContextManager[Pair]:
 
 
 PAIRS = [
-    TransportPair("memory-zero-copy", lambda: _memory_pair("zero-copy"), buffered_messages=DEFAULT_MEMORY_BUFFER),
+    TransportPair(
+        "memory-zero-copy", lambda: _memory_pair("zero-copy"), buffered_messages=DEFAULT_MEMORY_BUFFER
+    ),
     TransportPair("memory-bytes", lambda: _memory_pair("bytes"), buffered_messages=DEFAULT_MEMORY_BUFFER),
     # Linux pipes hold 64 KiB by default, up to /proc/sys/fs/pipe-max-size.
     TransportPair("stdio-pipes", _stdio_pipe_pair, buffered_bytes=1 << 20),
@@ -194,7 +196,11 @@ PAIRS = [
     TransportPair("stdio-subprocess", _stdio_subprocess_pair, buffered_bytes=4 << 20, settle=0.25),
     # writer queue + trio-websocket's receive queue + the loopback socket buffers
     TransportPair(
-        "websocket", _websocket_pair, buffered_messages=2 * 8 + 4 + 2, buffered_bytes=8 << 20, settle=0.2,
+        "websocket",
+        _websocket_pair,
+        buffered_messages=2 * 8 + 4 + 2,
+        buffered_bytes=8 << 20,
+        settle=0.2,
         backpressure=("a->b", "b->a"),
     ),
     # one direction: the inbound queue and the POST in flight; the other: the
@@ -202,7 +208,11 @@ PAIRS = [
     # loopback socket buffers. The POST direction (one HTTP request per
     # message) has its own, shorter check in test_sse.py.
     TransportPair(
-        "sse", _sse_pair, buffered_messages=16 + 16 + 4, buffered_bytes=8 << 20, settle=0.2,
+        "sse",
+        _sse_pair,
+        buffered_messages=16 + 16 + 4,
+        buffered_bytes=8 << 20,
+        settle=0.2,
         backpressure=("b->a",),
     ),
 ]
@@ -240,7 +250,9 @@ def _message(i: int) -> Any:
     text = TEXTS[i % len(TEXTS)]
     kind = i % 4
     if kind == 0:
-        return Request(id=i, method="tools/call", params={"i": i, "text": text, "nested": {"list": [1, 2.5, None]}})
+        return Request(
+            id=i, method="tools/call", params={"i": i, "text": text, "nested": {"list": [1, 2.5, None]}}
+        )
     if kind == 1:
         return Notification(method="notifications/message", params={"i": i, "data": [True, False, text]})
     if kind == 2:

@@ -84,7 +84,9 @@ async def serving(app: Any = None, **options: Any) -> AsyncIterator[HttpServer]:
 
 
 @asynccontextmanager
-async def serving_asgi(wrap: Any, app: Any = None, **settings: Any) -> AsyncIterator[tuple[StreamableHttpApp, str]]:
+async def serving_asgi(
+    wrap: Any, app: Any = None, **settings: Any
+) -> AsyncIterator[tuple[StreamableHttpApp, str]]:
     """The ASGI app behind a middleware, on plain hypercorn (the app runs in the lifespan)."""
     from hypercorn.config import Config
     from hypercorn.trio import serve
@@ -194,7 +196,10 @@ async def test_tools_over_http() -> None:
 
 async def test_older_protocol_version() -> None:
     with trio.fail_after(TIMEOUT):
-        async with serving() as server, connect(server.url, protocol_version="2025-03-26") as (client, stream):
+        async with (
+            serving() as server,
+            connect(server.url, protocol_version="2025-03-26") as (client, stream),
+        ):
             assert stream.protocol_version == "2025-03-26"
             assert (await client.call_tool("echo", {"text": "old"})).content[0].text == "old"  # type: ignore[union-attr]
 
@@ -207,7 +212,10 @@ async def test_progress_travels_on_the_request_stream() -> None:
 
     with trio.fail_after(TIMEOUT):
         # No GET stream: whatever arrives came on the POST's SSE stream.
-        async with serving() as server, connect(server.url, transport={"open_get_stream": False}) as (client, _):
+        async with (
+            serving() as server,
+            connect(server.url, transport={"open_get_stream": False}) as (client, _),
+        ):
             result = await client.call_tool("count", {"upto": 3}, on_progress=on_progress)
             assert result.structured_content == {"result": 3}
             assert seen == [(1, 3, "at 1"), (2, 3, "at 2"), (3, 3, "at 3")]
@@ -222,9 +230,10 @@ async def test_sampling_during_a_tool_call() -> None:
         return CreateMessageResult(role="assistant", content=TextContent(text="42"), model="test-model")
 
     with trio.fail_after(TIMEOUT):
-        async with serving() as server, connect(
-            server.url, transport={"open_get_stream": False}, sampling_handler=sample
-        ) as (client, _):
+        async with (
+            serving() as server,
+            connect(server.url, transport={"open_get_stream": False}, sampling_handler=sample) as (client, _),
+        ):
             result = await client.call_tool("ask", {"question": "meaning?"})
             assert result.content[0].text == "model said 42"  # type: ignore[union-attr]
             assert asked[0].messages[0].content.text == "meaning?"  # type: ignore[union-attr]
@@ -245,7 +254,10 @@ async def test_logging() -> None:
             assert (await client.call_tool("chatty")).content[0].text == "ok"  # type: ignore[union-attr]
             await two.wait()  # handled in order by the notification worker
             # "hidden" (debug, below the level) was never sent: it would have come first.
-            assert [(m.level, m.data) for m in logs] == [("info", "visible"), ("warning", {"also": "visible"})]
+            assert [(m.level, m.data) for m in logs] == [
+                ("info", "visible"),
+                ("warning", {"also": "visible"}),
+            ]
 
 
 async def test_resource_update_over_the_get_stream() -> None:
@@ -258,7 +270,10 @@ async def test_resource_update_over_the_get_stream() -> None:
         updated.set()
 
     with trio.fail_after(TIMEOUT):
-        async with serving(app) as server, connect(server.url, on_resource_updated=on_updated) as (client, stream):
+        async with (
+            serving(app) as server,
+            connect(server.url, on_resource_updated=on_updated) as (client, stream),
+        ):
             await client.subscribe_resource("memo://doc")
             await stream.wait_get_stream()
             app.resource_updated("memo://doc")
@@ -282,15 +297,14 @@ async def test_close_deletes_the_session() -> None:
 async def test_dropped_session_gives_transport_error_then_reinitialize() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving() as server:
-            with pytest.raises(TransportError, match="session expired"):
-                with collapse_groups():
-                    async with connect(server.url, transport={"open_get_stream": False}) as (client, stream):
-                        old_id = stream.session_id
-                        assert old_id is not None
-                        assert await server.asgi.terminate_session(old_id)
-                        with pytest.raises(ConnectionClosed, match="session expired"):
-                            await client.call_tool("echo", {"text": "lost"})
-                        await trio.sleep_forever()  # the session's failure ends this block
+            with pytest.raises(TransportError, match="session expired"), collapse_groups():
+                async with connect(server.url, transport={"open_get_stream": False}) as (client, stream):
+                    old_id = stream.session_id
+                    assert old_id is not None
+                    assert await server.asgi.terminate_session(old_id)
+                    with pytest.raises(ConnectionClosed, match="session expired"):
+                        await client.call_tool("echo", {"text": "lost"})
+                    await trio.sleep_forever()  # the session's failure ends this block
             # The owner initializes a new session.
             async with connect(server.url) as (client, stream):
                 assert stream.session_id not in (None, old_id)
@@ -300,13 +314,12 @@ async def test_dropped_session_gives_transport_error_then_reinitialize() -> None
 async def test_dropped_session_seen_by_the_get_stream() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving() as server:
-            with pytest.raises(TransportError, match="session expired"):
-                with collapse_groups():
-                    async with connect(server.url) as (client, stream):
-                        await stream.wait_get_stream()
-                        assert stream.session_id is not None
-                        await server.asgi.terminate_session(stream.session_id)
-                        await trio.sleep_forever()  # the GET stream reconnects, gets 404
+            with pytest.raises(TransportError, match="session expired"), collapse_groups():
+                async with connect(server.url) as (client, stream):
+                    await stream.wait_get_stream()
+                    assert stream.session_id is not None
+                    await server.asgi.terminate_session(stream.session_id)
+                    await trio.sleep_forever()  # the GET stream reconnects, gets 404
 
 
 async def test_server_gone_fails_the_transport() -> None:
@@ -322,14 +335,13 @@ async def test_server_gone_fails_the_transport() -> None:
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             await nursery.start(run_server)
-            with pytest.raises(TransportError):
-                with collapse_groups():
-                    async with connect(server.url, transport={"close_timeout": 0.5}) as (client, _):
-                        server.stop()
-                        await stopped.wait()
-                        with pytest.raises(ConnectionClosed):
-                            await client.call_tool("echo", {"text": "anyone?"})
-                        await trio.sleep_forever()
+            with pytest.raises(TransportError), collapse_groups():
+                async with connect(server.url, transport={"close_timeout": 0.5}) as (client, _):
+                    server.stop()
+                    await stopped.wait()
+                    with pytest.raises(ConnectionClosed):
+                        await client.call_tool("echo", {"text": "anyone?"})
+                    await trio.sleep_forever()
 
 
 # ------------------------------------------------- headers, resumption
@@ -341,7 +353,10 @@ async def test_custom_headers_and_session_headers_are_sent() -> None:
     def recorder(app: Any) -> Any:
         async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["type"] == "http":
-                seen.append({k.decode().lower(): v.decode() for k, v in scope["headers"]} | {":method": scope["method"]})
+                seen.append(
+                    {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+                    | {":method": scope["method"]}
+                )
             await app(scope, receive, send)
 
         return wrapped
@@ -351,7 +366,9 @@ async def test_custom_headers_and_session_headers_are_sent() -> None:
             transport = {"open_get_stream": False}
             headers = {"Authorization": "Bearer t0ken", "X-Trace": "abc"}
             async with trio.open_nursery() as nursery:
-                stream = await nursery.start(StreamableHttpTransport(url, headers=headers, **FAST, **transport).run)
+                stream = await nursery.start(
+                    StreamableHttpTransport(url, headers=headers, **FAST, **transport).run
+                )
                 async with open_session(stream) as client:
                     await client.ping()
                     session_id = stream.session_id
@@ -361,7 +378,11 @@ async def test_custom_headers_and_session_headers_are_sent() -> None:
     assert later and all(h["mcp-session-id"] == session_id for h in later)
     assert all(h["mcp-protocol-version"] == "2025-11-25" for h in later)
     assert later[-1][":method"] == "DELETE"
-    assert all("application/json" in h["accept"] and "text/event-stream" in h["accept"] for h in seen if h[":method"] == "POST")
+    assert all(
+        "application/json" in h["accept"] and "text/event-stream" in h["accept"]
+        for h in seen
+        if h[":method"] == "POST"
+    )
 
 
 async def test_no_get_stream_when_the_server_answers_405() -> None:
@@ -370,7 +391,9 @@ async def test_no_get_stream_when_the_server_answers_405() -> None:
     def no_get(app: Any) -> Any:
         async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["type"] == "http" and scope["method"] == "GET":
-                await send({"type": "http.response.start", "status": 405, "headers": [(b"allow", b"POST, DELETE")]})
+                await send(
+                    {"type": "http.response.start", "status": 405, "headers": [(b"allow", b"POST, DELETE")]}
+                )
                 await send({"type": "http.response.body", "body": b""})
                 refused.set()
                 return
@@ -405,9 +428,12 @@ async def test_broken_post_stream_is_resumed_with_last_event_id() -> None:
         return cutter[0]
 
     with trio.fail_after(TIMEOUT):
-        async with serving_asgi(cut_post, app) as (_, url), connect(url, transport={"open_get_stream": False}) as (
-            client,
-            stream,
+        async with (
+            serving_asgi(cut_post, app) as (_, url),
+            connect(url, transport={"open_get_stream": False}) as (
+                client,
+                stream,
+            ),
         ):
             result = await client.call_tool("long_job", on_progress=on_progress)
             assert result.content[0].text == "done"  # type: ignore[union-attr]
@@ -428,9 +454,12 @@ async def test_broken_get_stream_is_resumed_with_last_event_id() -> None:
         return cutter[0]
 
     with trio.fail_after(TIMEOUT):
-        async with serving_asgi(cut_get, app) as (_, url), connect(url, on_tools_changed=on_tools_changed) as (
-            client,
-            stream,
+        async with (
+            serving_asgi(cut_get, app) as (_, url),
+            connect(url, on_tools_changed=on_tools_changed) as (
+                client,
+                stream,
+            ),
         ):
             await stream.wait_get_stream()
             app.add_tool(lambda: "new", name="new_tool")
@@ -458,7 +487,10 @@ async def test_server_closes_the_request_stream_and_the_client_resumes() -> None
         seen.append(message)
 
     with trio.fail_after(TIMEOUT):
-        async with serving(app) as server, connect(server.url, transport={"open_get_stream": False}) as (client, stream):
+        async with (
+            serving(app) as server,
+            connect(server.url, transport={"open_get_stream": False}) as (client, stream),
+        ):
             result = await client.call_tool("polled", on_progress=on_progress)
             assert result.content[0].text == "answer after reconnect"  # type: ignore[union-attr]
             assert closed == [True]
@@ -512,16 +544,17 @@ async def test_stateless_era_over_http() -> None:
         progress.append(value)
 
     with trio.fail_after(TIMEOUT):
-        async with serving() as server, connect(
-            server.url, era="modern", sampling_handler=sampling, on_log=on_log
-        ) as (client, stream):
+        async with (
+            serving() as server,
+            connect(server.url, era="modern", sampling_handler=sampling, on_log=on_log) as (client, stream),
+        ):
             assert client.era == "modern" and client.protocol_version == "2026-07-28"
             assert stream.session_id is None
             assert (await client.call_tool("echo", {"text": "stateless"})).content[0].text == "stateless"  # type: ignore[union-attr]
             assert (await client.call_tool("ask", {"question": "?"})).content[0].text == "model said 42"  # type: ignore[union-attr]
-            assert (await client.call_tool("count", {"upto": 3}, on_progress=on_progress)).structured_content == {
-                "result": 3
-            }
+            assert (
+                await client.call_tool("count", {"upto": 3}, on_progress=on_progress)
+            ).structured_content == {"result": 3}
             assert progress == [1, 2, 3]
             await client.set_logging_level("info")
             await client.call_tool("chatty")

@@ -34,7 +34,11 @@ def init_message(version: str = LATEST, ident: int | str = 1) -> dict[str, Any]:
         "jsonrpc": "2.0",
         "id": ident,
         "method": "initialize",
-        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
     }
 
 
@@ -212,14 +216,25 @@ async def test_related_messages_upgrade_the_answer_to_sse() -> None:
         with trio.fail_after(TIMEOUT):
             session = await initialize(client, url)
             request = session.request(
-                "tools/call", {"name": "slow_progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}
+                "tools/call",
+                {"name": "slow_progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}},
             )
             response = await session.post(request)
             assert response.headers["content-type"].startswith("text/event-stream")
             received = messages(SseDecoder().feed(response.content))
             methods = [m.get("method") for m in received]
-            assert methods == ["notifications/progress", "notifications/progress", "notifications/message", None]
-            assert received[0]["params"] == {"progressToken": "p", "progress": 1, "total": 2, "message": "step 1"}
+            assert methods == [
+                "notifications/progress",
+                "notifications/progress",
+                "notifications/message",
+                None,
+            ]
+            assert received[0]["params"] == {
+                "progressToken": "p",
+                "progress": 1,
+                "total": 2,
+                "message": "step 1",
+            }
             assert received[-1]["id"] == request["id"]
             assert received[-1]["result"]["content"][0]["text"] == "finished"
 
@@ -228,10 +243,13 @@ async def test_json_response_true_sends_related_messages_to_the_get_stream() -> 
     async with serving(json_response=True) as (_, url), http() as client:
         with trio.fail_after(TIMEOUT):
             session = await initialize(client, url)
-            async with client.stream("GET", url, headers=session.headers(accept="text/event-stream")) as stream:
+            async with client.stream(
+                "GET", url, headers=session.headers(accept="text/event-stream")
+            ) as stream:
                 assert stream.status_code == 200
                 request = session.request(
-                    "tools/call", {"name": "slow_progress", "arguments": {"steps": 1}, "_meta": {"progressToken": 7}}
+                    "tools/call",
+                    {"name": "slow_progress", "arguments": {"steps": 1}, "_meta": {"progressToken": 7}},
                 )
                 response = await session.post(request)
                 assert response.headers["content-type"].startswith("application/json")
@@ -245,13 +263,19 @@ async def test_batch_in_2025_03_26_and_refused_later() -> None:
     async with serving() as (_, url), http() as client:
         with trio.fail_after(TIMEOUT):
             old = await initialize(client, url, "2025-03-26")
-            batch = [old.request("ping"), old.request("tools/list"), {"jsonrpc": "2.0", "method": "notifications/x"}]
+            batch = [
+                old.request("ping"),
+                old.request("tools/list"),
+                {"jsonrpc": "2.0", "method": "notifications/x"},
+            ]
             response = await old.post(batch)
             assert response.status_code == 200
             answers = response.json()
             assert isinstance(answers, list)
             assert sorted(a["id"] for a in answers) == sorted([batch[0]["id"], batch[1]["id"]])
-            duplicate = await old.post([old.request("ping"), {**old.request("ping"), "id": batch[0]["id"]}] * 1)
+            duplicate = await old.post(
+                [old.request("ping"), {**old.request("ping"), "id": batch[0]["id"]}] * 1
+            )
             assert duplicate.status_code == 200  # the earlier ids were answered: free again
             same = old.request("ping")
             duplicate = await old.post([same, same])
@@ -272,11 +296,15 @@ async def test_missing_and_unknown_session() -> None:
             missing = await client.post(url, content=json.dumps(ping), headers=ACCEPT_BOTH)
             assert missing.status_code == 400
             assert missing.json()["error"]["message"].startswith("Bad Request")
-            unknown = await client.post(url, content=json.dumps(ping), headers={**ACCEPT_BOTH, "mcp-session-id": "nope"})
+            unknown = await client.post(
+                url, content=json.dumps(ping), headers={**ACCEPT_BOTH, "mcp-session-id": "nope"}
+            )
             assert unknown.status_code == 404
             get_missing = await client.get(url, headers={"accept": "text/event-stream"})
             assert get_missing.status_code == 400
-            get_unknown = await client.get(url, headers={"accept": "text/event-stream", "mcp-session-id": "nope"})
+            get_unknown = await client.get(
+                url, headers={"accept": "text/event-stream", "mcp-session-id": "nope"}
+            )
             assert get_unknown.status_code == 404
             delete_unknown = await client.delete(url, headers={"mcp-session-id": "nope"})
             assert delete_unknown.status_code == 404
@@ -315,19 +343,30 @@ async def test_dns_rebinding_protection() -> None:
             body = json.dumps(init_message())
             bad_host = await client.post(url, content=body, headers={**ACCEPT_BOTH, "host": "evil.example"})
             assert 400 <= bad_host.status_code < 500
-            bad_origin = await client.post(url, content=body, headers={**ACCEPT_BOTH, "origin": "http://evil.example"})
+            bad_origin = await client.post(
+                url, content=body, headers={**ACCEPT_BOTH, "origin": "http://evil.example"}
+            )
             assert bad_origin.status_code == 403
             null_origin = await client.post(url, content=body, headers={**ACCEPT_BOTH, "origin": "null"})
             assert null_origin.status_code == 403
-            good = await client.post(url, content=body, headers={**ACCEPT_BOTH, "origin": "http://localhost:5173"})
+            good = await client.post(
+                url, content=body, headers={**ACCEPT_BOTH, "origin": "http://localhost:5173"}
+            )
             assert good.status_code == 200
-            localhost = await client.post(url, content=body, headers={**ACCEPT_BOTH, "host": "localhost:1234"})
+            localhost = await client.post(
+                url, content=body, headers={**ACCEPT_BOTH, "host": "localhost:1234"}
+            )
             assert localhost.status_code == 200
-    async with serving(allowed_hosts=["mcp.example"], allowed_origins=["https://app.example"]) as (_, url), http() as client:
+    async with (
+        serving(allowed_hosts=["mcp.example"], allowed_origins=["https://app.example"]) as (_, url),
+        http() as client,
+    ):
         with trio.fail_after(TIMEOUT):
             body = json.dumps(init_message())
             ours = await client.post(
-                url, content=body, headers={**ACCEPT_BOTH, "host": "mcp.example", "origin": "https://app.example"}
+                url,
+                content=body,
+                headers={**ACCEPT_BOTH, "host": "mcp.example", "origin": "https://app.example"},
             )
             assert ours.status_code == 200
             local_now_refused = await client.post(url, content=body, headers=ACCEPT_BOTH)
@@ -366,10 +405,14 @@ async def test_body_limits_and_content_checks() -> None:
             streamed = await client.post(url, content=chunked(), headers=session.headers())
             assert streamed.status_code == 413
             wrong_type = await client.post(
-                url, content=json.dumps(session.request("ping")), headers=session.headers(**{"content-type": "text/plain"})
+                url,
+                content=json.dumps(session.request("ping")),
+                headers=session.headers(**{"content-type": "text/plain"}),
             )
             assert wrong_type.status_code == 415
-            bad_json = await client.post(url, content=b'{"jsonrpc": "2.0", "id": 1,', headers=session.headers())
+            bad_json = await client.post(
+                url, content=b'{"jsonrpc": "2.0", "id": 1,', headers=session.headers()
+            )
             assert bad_json.status_code == 400
             assert bad_json.json()["error"]["code"] == -32700
             assert bad_json.json()["id"] is None
@@ -377,7 +420,9 @@ async def test_body_limits_and_content_checks() -> None:
             assert not_acceptable.status_code == 406
             put = await client.put(url, headers=session.headers())
             assert put.status_code == 405
-            elsewhere = await client.post(url.replace("/mcp", "/other"), content=b"{}", headers=session.headers())
+            elsewhere = await client.post(
+                url.replace("/mcp", "/other"), content=b"{}", headers=session.headers()
+            )
             assert elsewhere.status_code == 404
 
 
@@ -389,7 +434,9 @@ async def test_get_stream_receives_server_notifications() -> None:
     async with serving(app) as (server, url), http() as client:
         with trio.fail_after(TIMEOUT):
             session = await initialize(client, url)
-            async with client.stream("GET", url, headers=session.headers(accept="text/event-stream")) as stream:
+            async with client.stream(
+                "GET", url, headers=session.headers(accept="text/event-stream")
+            ) as stream:
                 assert stream.status_code == 200
                 assert stream.headers["content-type"].startswith("text/event-stream")
                 assert stream.headers["mcp-session-id"] == session.id
@@ -420,7 +467,9 @@ async def test_messages_before_the_first_get_stream_are_kept_for_it() -> None:
                 accept="application/json",
             )
             assert response.json()["result"]["content"][0]["text"] == "finished"
-            async with client.stream("GET", url, headers=session.headers(accept="text/event-stream")) as stream:
+            async with client.stream(
+                "GET", url, headers=session.headers(accept="text/event-stream")
+            ) as stream:
                 events = await read_events(stream, SseDecoder(), has_method("notifications/message"))
                 assert messages(events)[0]["params"]["data"] == "done soon"
 
@@ -431,7 +480,9 @@ async def test_get_stream_resumption_replays_missed_events() -> None:
         with trio.fail_after(TIMEOUT):
             session = await initialize(client, url)
             decoder = SseDecoder()
-            async with client.stream("GET", url, headers=session.headers(accept="text/event-stream")) as stream:
+            async with client.stream(
+                "GET", url, headers=session.headers(accept="text/event-stream")
+            ) as stream:
                 await read_events(stream, decoder, lambda events: bool(events))  # the priming event
             last_seen = decoder.last_event_id
             assert last_seen is not None
@@ -449,7 +500,9 @@ async def test_get_stream_resumption_replays_missed_events() -> None:
             assert all(e.id is not None and e.id != last_seen for e in events)
             # A fresh GET (no Last-Event-ID) starts a new stream, without them.
             fresh = SseDecoder()
-            async with client.stream("GET", url, headers=session.headers(accept="text/event-stream")) as stream:
+            async with client.stream(
+                "GET", url, headers=session.headers(accept="text/event-stream")
+            ) as stream:
                 first = await read_events(stream, fresh, lambda events: bool(events))
             assert first[0].data == "" and first[0].id not in {e.id for e in events}
 
@@ -471,7 +524,9 @@ async def test_a_resuming_connection_takes_the_stream_over() -> None:
                     assert new.status_code == 200
                     await read_events(old, decoder)  # ends
                     app.add_tool(lambda: "n", name="n")
-                    events = await read_events(new, SseDecoder(), has_method("notifications/tools/list_changed"))
+                    events = await read_events(
+                        new, SseDecoder(), has_method("notifications/tools/list_changed")
+                    )
                     assert messages(events)[0]["method"] == "notifications/tools/list_changed"
 
 
@@ -532,7 +587,9 @@ async def test_shutdown_ends_sse_streams_promptly() -> None:
             async with trio.open_nursery() as nursery:
                 info = await nursery.start(server.run)
                 session = await initialize(client, info.url)
-                async with client.stream("GET", info.url, headers=session.headers(accept="text/event-stream")) as stream:
+                async with client.stream(
+                    "GET", info.url, headers=session.headers(accept="text/event-stream")
+                ) as stream:
                     decoder = SseDecoder()
                     await read_events(stream, decoder, lambda events: bool(events))
                     server.stop()
@@ -567,10 +624,16 @@ async def test_stateless_modern_request_needs_no_session() -> None:
     async with serving() as (server, url), http() as client:
         with trio.fail_after(TIMEOUT):
             meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
-            request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": "echo", "arguments": {"text": "stateless"}, "_meta": meta}}
+            request = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "stateless"}, "_meta": meta},
+            }
             mirrored = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}
-            response = await client.post(url, content=json.dumps(request), headers={**ACCEPT_BOTH, **mirrored})
+            response = await client.post(
+                url, content=json.dumps(request), headers={**ACCEPT_BOTH, **mirrored}
+            )
             assert response.status_code == 200
             assert "mcp-session-id" not in response.headers
             assert response.json()["result"]["content"][0]["text"] == "stateless"
@@ -589,16 +652,26 @@ async def test_stateless_modern_request_needs_no_session() -> None:
         ({"mcp-name": "=?base64?not base64?="}, "Mcp-Name header is missing or malformed"),
     ],
 )
-async def test_stateless_requests_must_mirror_their_body_in_headers(change: dict, problem: str | None) -> None:
+async def test_stateless_requests_must_mirror_their_body_in_headers(
+    change: dict, problem: str | None
+) -> None:
     """2026-07-28: Mcp-Method, Mcp-Name and MCP-Protocol-Version mirror the body;
     a missing or mismatching one is HTTP 400 with JSON-RPC error -32020."""
     async with serving() as (server, url), http() as client:
         with trio.fail_after(TIMEOUT):
             meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
-            request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                       "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta}}
-            headers = {**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
-                       "mcp-name": "echo"}
+            request = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta},
+            }
+            headers = {
+                **ACCEPT_BOTH,
+                "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "tools/call",
+                "mcp-name": "echo",
+            }
             for key, value in change.items():
                 if value is None:
                     headers.pop(key)
@@ -620,9 +693,17 @@ async def test_stateless_subscriptions_listen_streams_on_its_post() -> None:
     async with serving(app) as (server, url), http() as client:
         with trio.fail_after(TIMEOUT):
             meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
-            listen = {"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
-                      "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}}
-            headers = {**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}
+            listen = {
+                "jsonrpc": "2.0",
+                "id": "sub-1",
+                "method": "subscriptions/listen",
+                "params": {"notifications": {"toolsListChanged": True}, "_meta": meta},
+            }
+            headers = {
+                **ACCEPT_BOTH,
+                "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "subscriptions/listen",
+            }
             async with client.stream("POST", url, content=json.dumps(listen), headers=headers) as stream:
                 assert stream.headers["content-type"].startswith("text/event-stream")
                 decoder = SseDecoder()
@@ -648,7 +729,9 @@ async def test_session_factory_gets_one_app_per_session() -> None:
             first = await initialize(client, url)
             await initialize(client, url)
             assert len(made) == 2
-            answer = await first.post(first.request("tools/call", {"name": "echo", "arguments": {"text": "f"}}))
+            answer = await first.post(
+                first.request("tools/call", {"name": "echo", "arguments": {"text": "f"}})
+            )
             assert answer.json()["result"]["content"][0]["text"] == "f"
 
 
@@ -664,7 +747,9 @@ async def test_asgi_app_served_by_plain_hypercorn_runs_itself_in_the_lifespan() 
     stop = trio.Event()
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery, http() as client:
-            binds = await nursery.start(lambda task_status: serve(asgi, config, shutdown_trigger=stop.wait, task_status=task_status))
+            binds = await nursery.start(
+                lambda task_status: serve(asgi, config, shutdown_trigger=stop.wait, task_status=task_status)
+            )
             url = binds[0] + "/rpc"
             session = await initialize(client, url)
             answer = await session.post(session.request("ping"))
@@ -706,15 +791,22 @@ def test_sse_decoder_line_endings_and_bounds() -> None:
 
 
 async def asgi_call(
-    app: StreamableHttpApp, method: str, body: bytes = b"", headers: dict[str, str] | None = None,
-    *, block_body_writes: bool = False,
+    app: StreamableHttpApp,
+    method: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    *,
+    block_body_writes: bool = False,
 ) -> tuple[int, dict[str, str], bytes]:
     """One request straight into the ASGI app (no sockets: virtual time works)."""
     scope = {
         "type": "http",
         "method": method,
         "path": "/mcp",
-        "headers": [(k.encode(), v.encode()) for k, v in {"host": "localhost", **ACCEPT_BOTH, **(headers or {})}.items()],
+        "headers": [
+            (k.encode(), v.encode())
+            for k, v in {"host": "localhost", **ACCEPT_BOTH, **(headers or {})}.items()
+        ],
     }
     delivered = False
     status = 0

@@ -43,8 +43,11 @@ JSON_ONLY = {"accept": "application/json", "content-type": "application/json"}
 
 def call(name: str, arguments: dict[str, Any], ident: int = 1, **meta: Any) -> tuple[str, dict[str, str]]:
     """A stateless tools/call body and its mirrored headers."""
-    params = {"name": name, "arguments": arguments,
-              "_meta": {META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: {}, **meta}}
+    params = {
+        "name": name,
+        "arguments": arguments,
+        "_meta": {META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: {}, **meta},
+    }
     body = json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
     return body, {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": name}
 
@@ -110,7 +113,10 @@ async def test_auto_mode_switches_to_sse_for_the_first_notification() -> None:
             events = await read_events(stream, SseDecoder(), has_response(5))
         sent = messages(events)
         assert [m.get("method") for m in sent] == [
-            "notifications/progress", "notifications/message", "notifications/progress", None
+            "notifications/progress",
+            "notifications/message",
+            "notifications/progress",
+            None,
         ]
         assert sent[0]["params"] == {"progressToken": "p", "progress": 1, "total": 2, "message": "half"}
         assert sent[1]["params"]["data"] == "almost"
@@ -168,7 +174,9 @@ async def test_a_client_that_goes_away_cancels_the_handler() -> None:
         body, mirrored = call("block", {})
         with trio.fail_after(TIMEOUT):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(lambda: client.post(url, content=body, headers={**ACCEPT_BOTH, **mirrored}))
+                nursery.start_soon(
+                    lambda: client.post(url, content=body, headers={**ACCEPT_BOTH, **mirrored})
+                )
                 await app.entered.wait()
                 nursery.cancel_scope.cancel()  # closes the connection mid-request
             await app.cancelled.wait()
@@ -203,8 +211,15 @@ async def test_a_handler_registered_later_is_served_statelessly_too() -> None:
 
     async with serving(app) as (_, url), http() as client:
         meta = {META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: {}}
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "p", "_meta": meta}})
-        headers = {**ACCEPT_BOTH, "mcp-protocol-version": MODERN, "mcp-method": "prompts/get", "mcp-name": "p"}
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "p", "_meta": meta}}
+        )
+        headers = {
+            **ACCEPT_BOTH,
+            "mcp-protocol-version": MODERN,
+            "mcp-method": "prompts/get",
+            "mcp-name": "p",
+        }
         before = await client.post(url, content=body, headers=headers)
         assert before.json()["error"]["code"] == -32601  # no prompts yet
         app.set_request_handler("prompts/get", GetPromptRequestParams, get_prompt)

@@ -147,8 +147,11 @@ async def serve_asgi(asgi: Any) -> AsyncIterator[str]:
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         with trio.fail_after(TIMEOUT):
-            binds = await nursery.start(lambda task_status: hyper_serve(
-                asgi, config, shutdown_trigger=stop.wait, task_status=task_status))
+            binds = await nursery.start(
+                lambda task_status: hyper_serve(
+                    asgi, config, shutdown_trigger=stop.wait, task_status=task_status
+                )
+            )
         try:
             yield binds[0]
         finally:
@@ -161,8 +164,9 @@ async def serve_asgi(asgi: Any) -> AsyncIterator[str]:
 
 async def test_full_stack_tools_progress_sampling_and_logging() -> None:
     async with serve(make_app()) as server, client_stream(server.url) as stream:
-        assert re.fullmatch(re.escape(server.url.replace("/sse", "/messages")) + r"\?session_id=[0-9a-f]{32}",
-                            stream.endpoint)
+        assert re.fullmatch(
+            re.escape(server.url.replace("/sse", "/messages")) + r"\?session_id=[0-9a-f]{32}", stream.endpoint
+        )
         await drive_full_stack(stream)
 
 
@@ -193,7 +197,7 @@ async def test_endpoint_honours_the_asgi_root_path() -> None:
     async def mounted(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             assert scope["path"].startswith("/api")
-            scope = {**scope, "root_path": "/api", "path": scope["path"][len("/api"):]}
+            scope = {**scope, "root_path": "/api", "path": scope["path"][len("/api") :]}
         await asgi(scope, receive, send)
 
     async with serve_asgi(mounted) as base, client_stream(base + "/api/sse") as stream:
@@ -247,7 +251,9 @@ async def test_invalid_messages_are_answered_and_the_session_survives() -> None:
         async with raw_session(http, server.url) as (events, url):
             assert (await post(http, url, INIT)).status_code == 202
             assert (await events.next_json())["id"] == 1
-            assert (await post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"})).status_code == 202
+            assert (
+                await post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            ).status_code == 202
             # JSON, but not JSON-RPC: accepted, answered on the stream with its id
             assert (await post(http, url, {"jsonrpc": "2.0", "id": 2})).status_code == 202
             answer = await events.next_json()
@@ -257,8 +263,12 @@ async def test_invalid_messages_are_answered_and_the_session_survives() -> None:
             assert answer["id"] == 3 and answer["error"]["code"] == -32600
             # garbage: 400 on the POST itself, nothing on the stream
             assert (await post(http, url, b"\xff\xfe")).status_code == 400
-            call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                    "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+            call = {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+            }
             assert (await post(http, url, call)).status_code == 202
             answer = await events.next_json()
             assert answer["id"] == 4 and answer["result"]["structuredContent"] == {"result": 3}
@@ -288,13 +298,16 @@ async def test_host_must_be_allowed() -> None:
         async with raw_session(http, server.url) as (_, url):
             r = await post(http, url, INIT, headers={"host": "rebound.example:80"})
             assert r.status_code == 421
-    async with serve(make_app(), allowed_hosts=("*",), allowed_origins=("https://app.example.com",)) as server:
-        async with http_client() as http:
-            async with raw_session(http, server.url, headers={"host": "anything.example",
-                                                             "origin": "https://app.example.com"}):
-                pass
+    async with serve(
+        make_app(), allowed_hosts=("*",), allowed_origins=("https://app.example.com",)
+    ) as server, http_client() as http, raw_session(
+        http, server.url, headers={"host": "anything.example", "origin": "https://app.example.com"}
+    ):
+        pass
     async with serve(make_app(), dns_rebinding_protection=False) as server, http_client() as http:
-        async with raw_session(http, server.url, headers={"host": "evil.example", "origin": "http://evil.example"}):
+        async with raw_session(
+            http, server.url, headers={"host": "evil.example", "origin": "http://evil.example"}
+        ):
             pass
 
 
@@ -335,8 +348,12 @@ def test_endpoint_resolution() -> None:
     assert resolve_endpoint(base, "/messages?session_id=a") == "http://127.0.0.1:8000/messages?session_id=a"
     assert resolve_endpoint(base, "messages?x=1") == "http://127.0.0.1:8000/mcp/messages?x=1"
     assert resolve_endpoint(base, "http://127.0.0.1:8000/m") == "http://127.0.0.1:8000/m"
-    for foreign in ("http://evil.example/messages", "https://127.0.0.1:8000/m", "http://127.0.0.1:8001/m",
-                    "//evil.example/m"):
+    for foreign in (
+        "http://evil.example/messages",
+        "https://127.0.0.1:8000/m",
+        "http://127.0.0.1:8001/m",
+        "//evil.example/m",
+    ):
         with pytest.raises(TransportError, match="origin"):
             resolve_endpoint(base, foreign)
 
@@ -352,10 +369,18 @@ async def odd_server(scope: dict[str, Any], receive: Any, send: Any) -> None:
     path = scope["path"]
     sse_headers = [(b"content-type", b"text/event-stream")]
     if path == "/json":
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": b"{}"})
     elif path == "/missing":
-        await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"text/plain")]})
+        await send(
+            {"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"text/plain")]}
+        )
         await send({"type": "http.response.body", "body": b"no such thing"})
     elif path == "/silent":
         await send({"type": "http.response.start", "status": 200, "headers": sse_headers})
@@ -367,23 +392,39 @@ async def odd_server(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.body", "body": b"event: other\ndata: x\n\n"})
     elif path == "/foreign":
         await send({"type": "http.response.start", "status": 200, "headers": sse_headers})
-        await send({"type": "http.response.body", "body": b"event: endpoint\ndata: http://evil.example/m\n\n"})
+        await send(
+            {"type": "http.response.body", "body": b"event: endpoint\ndata: http://evil.example/m\n\n"}
+        )
     elif path == "/chatty":  # stray events around a working endpoint; ends after one message
         await send({"type": "http.response.start", "status": 200, "headers": sse_headers})
-        body = (b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"early\"}\n\n"
-                b"event: endpoint\ndata: /post\n\n"
-                b"event: custom\ndata: ignored\n\n"
-                b"event: endpoint\ndata: /elsewhere\n\n"
-                b"data: {\"jsonrpc\":\"2.0\",\"method\":\"unnamed\"}\n\n"
-                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"kept\"}\n\n"
-                b"event: message\ndata: not json\n\n")
+        body = (
+            b'event: message\ndata: {"jsonrpc":"2.0","method":"early"}\n\n'
+            b"event: endpoint\ndata: /post\n\n"
+            b"event: custom\ndata: ignored\n\n"
+            b"event: endpoint\ndata: /elsewhere\n\n"
+            b'data: {"jsonrpc":"2.0","method":"unnamed"}\n\n'
+            b'event: message\ndata: {"jsonrpc":"2.0","method":"kept"}\n\n'
+            b"event: message\ndata: not json\n\n"
+        )
         await send({"type": "http.response.body", "body": body})
     elif path == "/broken":  # announces a length it never delivers
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [*sse_headers, (b"content-length", b"100000")]})
-        await send({"type": "http.response.body", "body": b"event: endpoint\ndata: /post\n\n", "more_body": True})
-        await send({"type": "http.response.body", "body": b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n",
-                    "more_body": True})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [*sse_headers, (b"content-length", b"100000")],
+            }
+        )
+        await send(
+            {"type": "http.response.body", "body": b"event: endpoint\ndata: /post\n\n", "more_body": True}
+        )
+        await send(
+            {
+                "type": "http.response.body",
+                "body": b'event: message\ndata: {"jsonrpc":"2.0","method":"x"}\n\n',
+                "more_body": True,
+            }
+        )
         raise RuntimeError("the server dies mid-stream")  # hypercorn drops the connection
     elif path == "/post":
         await send({"type": "http.response.start", "status": 202, "headers": []})
@@ -500,11 +541,12 @@ async def test_client_close_ends_the_server_session() -> None:
 
 async def test_plain_asgi_server_runs_the_app_in_its_lifespan() -> None:
     asgi = SseApp(make_app())
-    async with serve_asgi(asgi) as base:
-        async with client_stream(base + "/sse") as stream:
-            with trio.fail_after(TIMEOUT):
-                async with open_client(stream) as client:
-                    assert (await client.call_tool("add", {"a": 3, "b": 4})).structured_content == {"result": 7}
+    async with serve_asgi(asgi) as base, client_stream(base + "/sse") as stream:
+        with trio.fail_after(TIMEOUT):
+            async with open_client(stream) as client:
+                assert (await client.call_tool("add", {"a": 3, "b": 4})).structured_content == {
+                    "result": 7
+                }
     assert not asgi.sessions
 
 
@@ -535,14 +577,13 @@ async def capture_pair(**options: Any) -> AsyncIterator[tuple[SseClientStream, S
     """(client stream, server session stream) of one real SSE session."""
     client_opts = {k: options.pop(k) for k in CLIENT_OPTIONS if k in options}
     capture = _Capture()
-    async with serve(capture, **options) as server:
-        async with client_stream(server.url, **client_opts) as a:
-            with trio.fail_after(TIMEOUT):
-                b = await capture.streams.receive()
-            try:
-                yield a, b
-            finally:
-                await b.aclose()
+    async with serve(capture, **options) as server, client_stream(server.url, **client_opts) as a:
+        with trio.fail_after(TIMEOUT):
+            b = await capture.streams.receive()
+        try:
+            yield a, b
+        finally:
+            await b.aclose()
 
 
 @pytest.fixture

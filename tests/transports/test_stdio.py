@@ -26,8 +26,7 @@ import trio
 
 from trio_mcp.actors import Peer
 from trio_mcp.protocol import PARSE_ERROR, ConnectionClosed, InvalidMessage, Notification, Request, Response
-from trio_mcp.transports import TransportClosed, TransportError
-from trio_mcp.transports import _process
+from trio_mcp.transports import TransportClosed, TransportError, _process
 from trio_mcp.transports.stdio import (
     StdioExit,
     StdioServerParameters,
@@ -385,7 +384,9 @@ async def test_exit_is_reported_even_if_stdout_is_held_open() -> None:
         (sys.executable, "/nonexistent/dir", "working directory not found: '/nonexistent/dir'"),
     ],
 )
-async def test_start_failure_is_typed_and_raised_before_started(command: str, cwd: str | None, expected: str) -> None:
+async def test_start_failure_is_typed_and_raised_before_started(
+    command: str, cwd: str | None, expected: str
+) -> None:
     transport = StdioTransport(StdioServerParameters(command=command, cwd=cwd))
     async with trio.open_nursery() as nursery:
         with pytest.raises(StdioStartError) as info:

@@ -44,7 +44,6 @@ from trio_mcp.transports.websocket import (
     WebSocketTransport,
 )
 
-
 TIMEOUT = 10.0
 
 
@@ -135,8 +134,12 @@ async def client_stream(url: str, **options: Any) -> AsyncIterator[WebSocketStre
 
 
 @asynccontextmanager
-async def raw_ws(url: str, *, subprotocols: list[str] | None = None, headers: dict[str, str] | None = None,
-                 ) -> AsyncIterator[trio_websocket.WebSocketConnection]:
+async def raw_ws(
+    url: str,
+    *,
+    subprotocols: list[str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[trio_websocket.WebSocketConnection]:
     """A bare trio-websocket client (for what our client would never send)."""
     extra = [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
     async with trio_websocket.open_websocket_url(
@@ -146,7 +149,9 @@ async def raw_ws(url: str, *, subprotocols: list[str] | None = None, headers: di
 
 
 @asynccontextmanager
-async def open_client(stream: MessageStream, *, breaks: str | None = None, **options: Any) -> AsyncIterator[Any]:
+async def open_client(
+    stream: MessageStream, *, breaks: str | None = None, **options: Any
+) -> AsyncIterator[Any]:
     """``open_session`` for the block. ``breaks``: the transport is expected to
     break (the session then ends with that TransportError, matched here)."""
     try:
@@ -167,7 +172,11 @@ INIT = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
 }
 
 
@@ -383,12 +392,17 @@ async def test_garbage_frames_are_answered_and_the_session_survives() -> None:
         answer = await next_json(ws)
         assert answer["id"] == 2 and answer["error"]["code"] == -32600
 
-        await ws.send_message(b'\xff\xfe not utf-8')  # a binary frame, and garbage
+        await ws.send_message(b"\xff\xfe not utf-8")  # a binary frame, and garbage
         answer = await next_json(ws)
         assert answer["error"]["code"] == PARSE_ERROR
 
         # binary frames with JSON are accepted; the session still serves
-        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+        }
         await ws.send_message(json.dumps(call).encode())
         answer = await next_json(ws)
         assert answer["id"] == 3 and answer["result"]["structuredContent"] == {"result": 3}
@@ -539,6 +553,7 @@ async def test_connection_limit_is_503() -> None:
 
 # ------------------------------------------------------------ conformance
 
+
 class _Capture:
     """Stands in for an app: hands each connection's stream to the test
     instead of serving a session over it."""
@@ -559,14 +574,15 @@ class _Capture:
 async def capture_pair(**options: Any) -> AsyncIterator[tuple[WebSocketStream, WebSocketStream]]:
     """(client stream, server stream) of one real connection; settings in
     ``options`` apply to both sides where they exist."""
-    client_opts = {k: v for k, v in options.items() if k in ("send_buffer", "close_timeout", "max_message_size")}
+    client_opts = {
+        k: v for k, v in options.items() if k in ("send_buffer", "close_timeout", "max_message_size")
+    }
     capture = _Capture()
-    async with serve(capture, **options) as server:
-        async with client_stream(server.url, **client_opts) as a:
+    async with serve(capture, **options) as server, client_stream(server.url, **client_opts) as a:
+        with trio.fail_after(TIMEOUT):
+            b = await capture.streams.receive()
+        try:
+            yield a, b  # type: ignore[misc]
+        finally:
             with trio.fail_after(TIMEOUT):
-                b = await capture.streams.receive()
-            try:
-                yield a, b  # type: ignore[misc]
-            finally:
-                with trio.fail_after(TIMEOUT):
-                    await b.aclose()
+                await b.aclose()

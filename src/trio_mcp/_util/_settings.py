@@ -11,7 +11,8 @@ import attrs
 def numeric_fields(settings: Any) -> list[str]:
     """The names of the fields of ``settings`` that hold numbers (not flags)."""
     return [
-        f.name for f in attrs.fields(type(settings))
+        f.name
+        for f in attrs.fields(type(settings))
         if type(value := getattr(settings, f.name)) is not bool and isinstance(value, (int, float))
     ]
 

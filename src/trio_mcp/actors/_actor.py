@@ -16,7 +16,7 @@ __all__ = ["ExitReason"]
 class ExitReason:
     """Why an actor's ``run`` returned (a normal exit; crashes raise)."""
 
-    __slots__ = ("kind", "detail")
+    __slots__ = ("detail", "kind")
 
     def __init__(self, kind: str, detail: str = "") -> None:
         self.kind = kind  # "eof", "closed", "cancelled", ...

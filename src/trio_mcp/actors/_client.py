@@ -35,8 +35,8 @@ import msgspec
 import trio
 from msgspec import UNSET
 
+from .._util import collapse_groups
 from ..protocol import (
-    V2025_03_26,
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
     META_CLIENT_CAPABILITIES,
@@ -46,23 +46,18 @@ from ..protocol import (
     META_SERVER_INFO,
     MODERN_VERSIONS,
     RESULT_INPUT_REQUIRED,
-    CreateMessageRequest,
-    DiscoverResult,
-    ElicitRequest,
-    ListRootsRequest,
-    InputRequiredResult,
-    McpError,
-    SubscriptionFilter,
-    SubscriptionsListenRequestParams,
-    result_type_of,
+    V2025_03_26,
     CallToolRequestParams,
     CallToolResult,
     ClientCapabilities,
     CompleteRequestParams,
     CompleteResult,
+    CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
+    DiscoverResult,
     ElicitationCapability,
+    ElicitRequest,
     ElicitRequestParams,
     ElicitResult,
     GetPromptRequestParams,
@@ -70,13 +65,16 @@ from ..protocol import (
     Implementation,
     InitializeRequestParams,
     InitializeResult,
+    InputRequiredResult,
     InvalidParams,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
+    ListRootsRequest,
     ListRootsResult,
     ListToolsResult,
     LoggingMessageNotificationParams,
+    McpError,
     MethodNotFound,
     PaginatedRequestParams,
     Prompt,
@@ -92,19 +90,21 @@ from ..protocol import (
     ServerCapabilities,
     SetLevelRequestParams,
     SubscribeRequestParams,
+    SubscriptionFilter,
+    SubscriptionsListenRequestParams,
     Tool,
     UnsubscribeRequestParams,
     UnsupportedProtocolVersion,
     adapt,
     coerce,
+    result_type_of,
 )
-from .._util import collapse_groups
 from ..transports import MessageStream, TransportError
 from ._actor import ExitReason
 from ._peer import InboundRequest, Peer, PeerLimits, ProgressCallback
 from ._server import METHOD_CAPABILITY, _declared
 
-__all__ = ["ClientSession", "open_session", "DEFAULT_CLIENT_INFO", "Era", "ERA_CACHE"]
+__all__ = ["DEFAULT_CLIENT_INFO", "ERA_CACHE", "ClientSession", "Era", "open_session"]
 
 log = logging.getLogger("trio_mcp.client")
 
@@ -249,7 +249,9 @@ class ClientSession:
             caps["roots"] = RootsCapability(list_changed=True)
         return ClientCapabilities(**caps)
 
-    async def run(self, *, task_status: trio.TaskStatus[ClientSession] = trio.TASK_STATUS_IGNORED) -> ExitReason:
+    async def run(
+        self, *, task_status: trio.TaskStatus[ClientSession] = trio.TASK_STATUS_IGNORED
+    ) -> ExitReason:
         connected = False
 
         async def run_peer(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
@@ -298,7 +300,9 @@ class ClientSession:
                 await self._initialize()
         elif not await self._discover(strict=False):
             await self._initialize()
-        if self.era == "modern" and (self.on_tools_changed or self.on_prompts_changed or self.on_resources_changed):
+        if self.era == "modern" and (
+            self.on_tools_changed or self.on_prompts_changed or self.on_resources_changed
+        ):
             await self._relisten()  # list changes arrive in both eras without asking
         ERA_CACHE.set(self.server_key, self.era or "handshake")
 
@@ -320,7 +324,9 @@ class ClientSession:
             return {**cached[1], **extra}
         return cached[1]
 
-    async def _discover(self, *, strict: bool, version: str = MODERN_VERSIONS[-1], retry: bool = True) -> bool:
+    async def _discover(
+        self, *, strict: bool, version: str = MODERN_VERSIONS[-1], retry: bool = True
+    ) -> bool:
         """Probe; True when the server answered as a modern server. A -32022
         answer naming the versions the server supports is retried once with
         the newest common one (a handshake one: False, and ``initialize``
@@ -350,7 +356,9 @@ class ClientSession:
             return False
         except (McpError, msgspec.ValidationError, msgspec.DecodeError, trio.TooSlowError) as exc:
             if strict:
-                raise UnsupportedProtocolVersion(f"the server does not speak the stateless era: {exc}") from None
+                raise UnsupportedProtocolVersion(
+                    f"the server does not speak the stateless era: {exc}"
+                ) from None
             return False
         common = [v for v in MODERN_VERSIONS if v in result.supported_versions]
         if not common:
@@ -403,8 +411,12 @@ class ClientSession:
                 return "modern"
             if choice is None or self.era_setting == "modern":
                 return None
-            log.info("%s: the server no longer speaks %s; falling back to initialize with %s",
-                     self.name, sent, choice)
+            log.info(
+                "%s: the server no longer speaks %s; falling back to initialize with %s",
+                self.name,
+                sent,
+                choice,
+            )
             await self._fall_back_to_handshake(choice)
             return "handshake"
 
@@ -464,7 +476,9 @@ class ClientSession:
                 cache[1][method] = known
         return known
 
-    async def _call(self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None = None) -> Any:
+    async def _call(
+        self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None = None
+    ) -> Any:
         if not self.supports(method):
             raise MethodNotFound(
                 f"the server did not declare the {METHOD_CAPABILITY[method]!r} capability needed for {method}"
@@ -524,7 +538,9 @@ class ClientSession:
                 responses[key] = await self._answer(question)
             # A fresh object each round: what was sent is never changed.
             if base is None:
-                data = msgspec.structs.replace(data, input_responses=responses, request_state=need.request_state)
+                data = msgspec.structs.replace(
+                    data, input_responses=responses, request_state=need.request_state
+                )
             else:
                 data = {**data, "inputResponses": responses}
                 if need.request_state is not UNSET:
@@ -574,8 +590,13 @@ class ClientSession:
                 self._param_maps[tool.name] = codec.param_header_map(tool.input_schema)
             except codec.InvalidParamHeader as exc:
                 self._param_maps.pop(tool.name, None)
-                log.warning("%s: leaving out tool %r: invalid %s annotation: %s", self.name, tool.name,
-                            _X_MCP_HEADER, exc)
+                log.warning(
+                    "%s: leaving out tool %r: invalid %s annotation: %s",
+                    self.name,
+                    tool.name,
+                    _X_MCP_HEADER,
+                    exc,
+                )
                 continue
             kept.append(tool)
         return kept
@@ -589,7 +610,9 @@ class ClientSession:
         meta: dict[str, Any] | None = None,
     ) -> CallToolResult:
         params = CallToolRequestParams(
-            name=name, arguments=UNSET if arguments is None else arguments, meta=UNSET if meta is None else meta
+            name=name,
+            arguments=UNSET if arguments is None else arguments,
+            meta=UNSET if meta is None else meta,
         )
         if not self._param_maps or self.era != "modern":
             return await self._call("tools/call", params, CallToolResult, on_progress)
@@ -633,12 +656,18 @@ class ClientSession:
     def _wanted_filter(self) -> SubscriptionFilter:
         caps = self.server_capabilities
         return SubscriptionFilter(
-            tools_list_changed=True if self.on_tools_changed is not None and _declared(caps, "tools") else UNSET,
-            prompts_list_changed=True if self.on_prompts_changed is not None and _declared(caps, "prompts") else UNSET,
+            tools_list_changed=True
+            if self.on_tools_changed is not None and _declared(caps, "tools")
+            else UNSET,
+            prompts_list_changed=True
+            if self.on_prompts_changed is not None and _declared(caps, "prompts")
+            else UNSET,
             resources_list_changed=True
             if self.on_resources_changed is not None and _declared(caps, "resources")
             else UNSET,
-            resource_subscriptions=sorted(self._modern_subscriptions) if self._modern_subscriptions else UNSET,
+            resource_subscriptions=sorted(self._modern_subscriptions)
+            if self._modern_subscriptions
+            else UNSET,
         )
 
     async def _relisten(self) -> None:
@@ -744,7 +773,9 @@ class ClientSession:
     async def set_roots(self, roots: Sequence[Root]) -> None:
         """Replace the roots and tell the server (``roots/list_changed``)."""
         if self._roots is None:
-            raise RuntimeError("this session was opened without roots; pass roots=[...] to offer the capability")
+            raise RuntimeError(
+                "this session was opened without roots; pass roots=[...] to offer the capability"
+            )
         self._roots = list(roots)
         await self.peer.notify("notifications/roots/list_changed")
 
@@ -756,7 +787,9 @@ class ClientSession:
         if method == "sampling/createMessage" and self.sampling_handler is not None:
             params = _decode(request.params, CreateMessageRequestParams, method)
             if params.tools is not UNSET and not self.sampling_tools:
-                raise InvalidParams("this client did not declare sampling.tools: tools in sampling are not allowed")
+                raise InvalidParams(
+                    "this client did not declare sampling.tools: tools in sampling are not allowed"
+                )
             return adapt(await self.sampling_handler(params), version)
         if method == "elicitation/create" and self.elicitation_handler is not None:
             params = _decode(request.params, ElicitRequestParams, method)

@@ -51,15 +51,15 @@ from ._actor import ExitReason
 from ._client import ClientSession
 
 __all__ = [
-    "Connection",
-    "ConnectionSettings",
-    "ConnectionEvent",
     "Connected",
-    "Disconnected",
-    "ReconnectScheduled",
-    "ListsRefreshed",
+    "Connection",
+    "ConnectionEvent",
     "ConnectionFailed",
+    "ConnectionSettings",
+    "Disconnected",
     "HealthCheckFailed",
+    "ListsRefreshed",
+    "ReconnectScheduled",
     "TransportActor",
     "TransportFactory",
 ]
@@ -190,7 +190,9 @@ class Connection:
         self.prompts: list[Prompt] = []
         self.resources: list[Resource] = []
         self.resource_templates: list[ResourceTemplate] = []
-        self._events_send, self._events_recv = trio.open_memory_channel[ConnectionEvent](self.settings.event_buffer)
+        self._events_send, self._events_recv = trio.open_memory_channel[ConnectionEvent](
+            self.settings.event_buffer
+        )
         self._events_dropped = 0
         self._user_tools_changed = client_options.pop("on_tools_changed", None)
         self._user_prompts_changed = client_options.pop("on_prompts_changed", None)
@@ -274,7 +276,9 @@ class Connection:
                 self._state_changed()
                 task_status.started(session)
                 info = session.server_info
-                self._emit(Connected(self.name, info.name if info else "?", session.protocol_version, self._connects))
+                self._emit(
+                    Connected(self.name, info.name if info else "?", session.protocol_version, self._connects)
+                )
                 if self.settings.ping_interval is not None:
                     nursery.start_soon(self._health, session)
                 await session.peer.wait_stopped()
@@ -387,13 +391,13 @@ class Connection:
                 if session is not None and not session.peer.closed:
                     return session
                 await changed.wait()
-        raise ConnectionClosed(
-            f"{self.name}: not reconnected within {self.settings.reconnect_wait} s"
-        )
+        raise ConnectionClosed(f"{self.name}: not reconnected within {self.settings.reconnect_wait} s")
 
     # ------------------------------------------------- the user-facing calls
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, **options: Any) -> CallToolResult:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, **options: Any
+    ) -> CallToolResult:
         return await (await self.session()).call_tool(name, arguments, **options)
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
@@ -458,7 +462,9 @@ def _describe(exc: BaseException) -> str:
     real cause (a transport failure before a bare "lost", never Cancelled);
     start failures name what made them fail."""
     leaves = [e for e in _leaves(exc) if not isinstance(e, trio.Cancelled)] or _leaves(exc)
-    ranked = sorted(leaves, key=lambda e: 0 if isinstance(e, TransportError) else 1 if not isinstance(e, _Lost) else 2)
+    ranked = sorted(
+        leaves, key=lambda e: 0 if isinstance(e, TransportError) else 1 if not isinstance(e, _Lost) else 2
+    )
     best = ranked[0]
     while best.__cause__ is not None and type(best).__name__ in ("StartFailure", "SupervisorEscalation"):
         best = best.__cause__
@@ -466,4 +472,3 @@ def _describe(exc: BaseException) -> str:
             return _describe(best)
     text = str(best)
     return f"{type(best).__name__}: {text}" if text else type(best).__name__
-

@@ -44,20 +44,20 @@ from ._actor import ExitReason
 from ._connection import Connection, ConnectionSettings, TransportFactory
 
 __all__ = [
-    "Host",
-    "LLMProvider",
+    "SEPARATOR",
     "Approve",
-    "Modify",
-    "Deny",
-    "SamplingPolicy",
-    "ElicitationPolicy",
-    "ConsentRequest",
     "ConsentHook",
     "ConsentPolicy",
-    "ToolCallDenied",
-    "SamplingDenied",
+    "ConsentRequest",
+    "Deny",
+    "ElicitationPolicy",
+    "Host",
     "HostedTool",
-    "SEPARATOR",
+    "LLMProvider",
+    "Modify",
+    "SamplingDenied",
+    "SamplingPolicy",
+    "ToolCallDenied",
 ]
 
 log = logging.getLogger("trio_mcp.host")
@@ -69,7 +69,9 @@ SEPARATOR: Final = "__"
 class LLMProvider(Protocol):
     """Where approved sampling requests go (the host's model)."""
 
-    async def create_message(self, server: str, params: CreateMessageRequestParams) -> CreateMessageResult: ...
+    async def create_message(
+        self, server: str, params: CreateMessageRequestParams
+    ) -> CreateMessageResult: ...
 
 
 @attrs.frozen
@@ -292,7 +294,9 @@ class Host:
             raise InvalidParams(f"unknown tool {public_name!r}: expected 'server{SEPARATOR}tool'")
         return server, name
 
-    async def call_tool(self, public_name: str, arguments: dict[str, Any] | None = None, **options: Any) -> CallToolResult:
+    async def call_tool(
+        self, public_name: str, arguments: dict[str, Any] | None = None, **options: Any
+    ) -> CallToolResult:
         """Route a call to the owning server, after consent."""
         server, name = self.resolve(public_name)
         conn = self._connections[server]
@@ -318,7 +322,9 @@ class Host:
 
     # ------------------------------------------------------ server -> host
 
-    def _sampling_for(self, server: str) -> Callable[[CreateMessageRequestParams], Awaitable[CreateMessageResult]]:
+    def _sampling_for(
+        self, server: str
+    ) -> Callable[[CreateMessageRequestParams], Awaitable[CreateMessageResult]]:
         async def handle(params: CreateMessageRequestParams) -> CreateMessageResult:
             decision: SamplingDecision = Approve()
             if self.sampling_policy is not None:

@@ -37,7 +37,7 @@ from ..protocol import (
     has_capability,
 )
 
-__all__ = ["ModernRequest", "InputNeeded", "ProtocolFailure", "RequestStateError", "required_capabilities"]
+__all__ = ["InputNeeded", "ModernRequest", "ProtocolFailure", "RequestStateError", "required_capabilities"]
 
 T = TypeVar("T")
 _MAC_BYTES = 16
@@ -108,8 +108,16 @@ class ModernRequest:
     level, and the answers to earlier input requests."""
 
     __slots__ = (
-        "version", "capabilities", "client_info", "log_level",
-        "_state", "_input", "_responses", "_questions", "_asked", "_secret",
+        "_asked",
+        "_input",
+        "_questions",
+        "_responses",
+        "_secret",
+        "_state",
+        "capabilities",
+        "client_info",
+        "log_level",
+        "version",
     )
 
     def __init__(
@@ -179,7 +187,9 @@ class ModernRequest:
             try:
                 return coerce(responses[key], result_type)
             except Exception as exc:  # msgspec.ValidationError and friends
-                raise ProtocolFailure(InvalidParams(f"inputResponses[{key!r}] is not a valid answer: {exc}")) from None
+                raise ProtocolFailure(
+                    InvalidParams(f"inputResponses[{key!r}] is not a valid answer: {exc}")
+                ) from None
         # Not answered yet, or answered for another question (the handler did
         # not ask the same thing again on this retry): ask this one.
         responses.pop(key, None)

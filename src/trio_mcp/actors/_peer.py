@@ -57,13 +57,13 @@ from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
 
 __all__ = [
+    "NON_CANCELLABLE",
+    "Dispatcher",
+    "InboundRequest",
     "Peer",
     "PeerLimits",
     "PeerStatistics",
-    "InboundRequest",
-    "Dispatcher",
     "ProgressCallback",
-    "NON_CANCELLABLE",
 ]
 
 log = logging.getLogger("trio_mcp.peer")
@@ -80,7 +80,9 @@ InlineServer = Callable[[Request, NotificationSink], Awaitable[Any]]
 #: While a peer serves a request inline (in the caller's task): that serving
 #: peer, and the sink its notifications go to instead of its transport (the
 #: calling peer, in order, before the answer).
-_INLINE_SINK: ContextVar[tuple[Peer, NotificationSink] | None] = ContextVar("trio_mcp_inline_sink", default=None)
+_INLINE_SINK: ContextVar[tuple[Peer, NotificationSink] | None] = ContextVar(
+    "trio_mcp_inline_sink", default=None
+)
 
 #: Frames one wake-up of the read loop (or requests one worker) may take
 #: without a schedule point, so a burst cannot starve other tasks.
@@ -175,7 +177,7 @@ class _Reply:
     order, before it returns the answer that followed them on the wire.
     """
 
-    __slots__ = ("value", "task", "progress")
+    __slots__ = ("progress", "task", "value")
 
     def __init__(self) -> None:
         self.value: outcome.Outcome[Any] | None = None
@@ -249,7 +251,7 @@ class _Batch:
 class _Slot:
     """An admitted inbound request's cancellation state."""
 
-    __slots__ = ("scope", "cancelled", "cancellable")
+    __slots__ = ("cancellable", "cancelled", "scope")
 
     def __init__(self, cancellable: bool) -> None:
         self.scope: trio.CancelScope | None = None
@@ -264,7 +266,7 @@ class _Meta(Struct):
 class InboundRequest:
     """A request being served; handed to the dispatcher."""
 
-    __slots__ = ("peer", "id", "method", "params", "_meta")
+    __slots__ = ("_meta", "id", "method", "params", "peer")
 
     def __init__(self, peer: Peer, request: Request) -> None:
         self.peer = peer
@@ -298,7 +300,9 @@ class InboundRequest:
         token = self.meta.get("progressToken")
         return token if type(token) in (int, str) else None
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """Send ``notifications/progress`` if the caller asked for progress."""
         token = self.progress_token
         if token is None:
@@ -902,7 +906,9 @@ class Peer:
         with trio.move_on_after(self.limits.cancel_send_timeout, shield=True):
             try:
                 await self.stream.send(
-                    Notification(method="notifications/cancelled", params={"requestId": ident, "reason": reason})
+                    Notification(
+                        method="notifications/cancelled", params={"requestId": ident, "reason": reason}
+                    )
                 )
             except TransportError:
                 pass
@@ -1021,4 +1027,3 @@ def _with_progress_token(params: Any, token: int | str) -> Any:
         return msgspec.structs.replace(params, meta={**meta, "progressToken": token})
     data = coerce(params, dict[str, Any])
     return _with_progress_token(data, token)
-

@@ -75,12 +75,12 @@ from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateEr
 from ._peer import InboundRequest, Peer, PeerLimits
 
 __all__ = [
-    "ServerSession",
-    "ServerApp",
-    "RequestHandler",
-    "Context",
     "LOG_LEVELS",
     "METHOD_CAPABILITY",
+    "Context",
+    "RequestHandler",
+    "ServerApp",
+    "ServerSession",
 ]
 
 log = logging.getLogger("trio_mcp.server")
@@ -176,12 +176,16 @@ class ServerSession:
         # by identity of the raw object (a strong reference: ids never recur).
         self._caps_cache: tuple[Any, ClientCapabilities] | None = None
         self._info_cache: tuple[Any, Implementation | None] | None = None
-        self._post_send, self._post_recv = trio.open_memory_channel[tuple[str, Any]](self.notification_queue_size)
+        self._post_send, self._post_recv = trio.open_memory_channel[tuple[str, Any]](
+            self.notification_queue_size
+        )
         self.notifications_dropped = 0
 
     # ----------------------------------------------------------------- run
 
-    async def run(self, *, task_status: trio.TaskStatus[ServerSession] = trio.TASK_STATUS_IGNORED) -> ExitReason:
+    async def run(
+        self, *, task_status: trio.TaskStatus[ServerSession] = trio.TASK_STATUS_IGNORED
+    ) -> ExitReason:
         self.app._attach(self)
         try:
             async with trio.open_nursery() as nursery:
@@ -214,13 +218,9 @@ class ServerSession:
         if method in _MODERN_ONLY or META_PROTOCOL_VERSION in request.meta:
             return await self._handle_modern(request)
         if not self._initialize_answered:
-            raise InvalidRequest(
-                f"Session not initialized: {method!r} received before 'initialize'"
-            )
+            raise InvalidRequest(f"Session not initialized: {method!r} received before 'initialize'")
         if not self._initialized and method not in _PRE_INITIALIZED:
-            raise InvalidRequest(
-                f"{method!r} received before 'notifications/initialized'"
-            )
+            raise InvalidRequest(f"{method!r} received before 'notifications/initialized'")
         if method == "logging/setLevel":
             return self._set_level(request)
         handler, params = self._resolve(request)
@@ -234,7 +234,9 @@ class ServerSession:
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         if method in self._undeclared:
-            raise MethodNotFound(f"Method not found: {method} (capability {METHOD_CAPABILITY[method]!r} not declared)")
+            raise MethodNotFound(
+                f"Method not found: {method} (capability {METHOD_CAPABILITY[method]!r} not declared)"
+            )
         try:
             return handler, coerce(request.params, handler.params_type)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -246,7 +248,9 @@ class ServerSession:
         meta = request.meta
         version = meta.get(META_PROTOCOL_VERSION)
         if not isinstance(version, str):
-            raise InvalidParams(f"{method}: _meta[{META_PROTOCOL_VERSION!r}] is required in this protocol era")
+            raise InvalidParams(
+                f"{method}: _meta[{META_PROTOCOL_VERSION!r}] is required in this protocol era"
+            )
         if version not in MODERN_VERSIONS:
             raise UnsupportedProtocolVersion(
                 f"Unsupported protocol version {version!r}",
@@ -254,7 +258,9 @@ class ServerSession:
             )
         raw_caps = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(raw_caps, dict):
-            raise InvalidParams(f"{method}: _meta[{META_CLIENT_CAPABILITIES!r}] is required in this protocol era")
+            raise InvalidParams(
+                f"{method}: _meta[{META_CLIENT_CAPABILITIES!r}] is required in this protocol era"
+            )
         cache = self._caps_cache
         if cache is not None and cache[0] is raw_caps:
             caps = cache[1]  # the same object again (in-memory zero-copy clients share theirs)
@@ -349,9 +355,15 @@ class ServerSession:
             raise InvalidParams(f"Invalid params for subscriptions/listen: {exc}") from None
         wanted = params.notifications
         honoured = SubscriptionFilter(
-            tools_list_changed=True if wanted.tools_list_changed is True and _declared(self._capabilities, "tools") else UNSET,
-            prompts_list_changed=True if wanted.prompts_list_changed is True and _declared(self._capabilities, "prompts") else UNSET,
-            resources_list_changed=True if wanted.resources_list_changed is True and _declared(self._capabilities, "resources") else UNSET,
+            tools_list_changed=True
+            if wanted.tools_list_changed is True and _declared(self._capabilities, "tools")
+            else UNSET,
+            prompts_list_changed=True
+            if wanted.prompts_list_changed is True and _declared(self._capabilities, "prompts")
+            else UNSET,
+            resources_list_changed=True
+            if wanted.resources_list_changed is True and _declared(self._capabilities, "resources")
+            else UNSET,
             resource_subscriptions=list(wanted.resource_subscriptions)
             if wanted.resource_subscriptions is not UNSET and _declared(self._capabilities, "resources")
             else UNSET,
@@ -455,7 +467,9 @@ class ServerSession:
             raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
         if not self.should_log(level) or not _declared(self._capabilities, "logging"):
             return
-        params = LoggingMessageNotificationParams(level=level, data=data, logger=UNSET if logger is None else logger)
+        params = LoggingMessageNotificationParams(
+            level=level, data=data, logger=UNSET if logger is None else logger
+        )
         await self.peer.notify("notifications/message", params)
 
     async def notify(self, method: str, params: Any = UNSET) -> None:
@@ -470,7 +484,9 @@ class ServerSession:
         gate = _NOTIFICATION_CAPABILITY.get(method)
         if gate is not None and not _declared(self._capabilities, gate):
             return  # never announce what this session was not offered
-        if self._initialized and (method != "notifications/resources/updated" or _uri(params) in self.subscriptions):
+        if self._initialized and (
+            method != "notifications/resources/updated" or _uri(params) in self.subscriptions
+        ):
             self._post(method, params)
         for sub_id, wanted in self._listeners.items():
             if _wants(wanted, method, params):
@@ -490,8 +506,10 @@ class ServerSession:
         """Whether this session (handshake subscription or a listen stream) follows ``uri``."""
         if uri in self.subscriptions:
             return True
-        return any(w.resource_subscriptions is not UNSET and uri in w.resource_subscriptions
-                   for w in self._listeners.values())
+        return any(
+            w.resource_subscriptions is not UNSET and uri in w.resource_subscriptions
+            for w in self._listeners.values()
+        )
 
     async def _post_loop(self) -> None:
         async for method, params in self._post_recv:
@@ -539,9 +557,11 @@ class ServerSession:
 class Context:
     """What a handler sees of its request and session. Never part of a tool's schema."""
 
-    __slots__ = ("session", "request", "modern")
+    __slots__ = ("modern", "request", "session")
 
-    def __init__(self, session: ServerSession, request: InboundRequest, modern: ModernRequest | None = None) -> None:
+    def __init__(
+        self, session: ServerSession, request: InboundRequest, modern: ModernRequest | None = None
+    ) -> None:
         self.session = session
         self.request = request
         #: Per-request state of a stateless (2026-era) request, else None.
@@ -580,7 +600,9 @@ class Context:
         """What the app's lifespan yielded (``None`` without a lifespan)."""
         return getattr(self.session.app, "state", None)
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """Report progress if the caller asked for it (else a no-op)."""
         await self.request.report_progress(progress, total, message)
 
@@ -592,7 +614,9 @@ class Context:
                 raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
             if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
                 return
-            params = LoggingMessageNotificationParams(level=level, data=data, logger=UNSET if logger is None else logger)
+            params = LoggingMessageNotificationParams(
+                level=level, data=data, logger=UNSET if logger is None else logger
+            )
             await self.session.peer.notify("notifications/message", params)
             return
         await self.session.send_log(level, data, logger=logger)
@@ -622,7 +646,9 @@ class Context:
         if isinstance(messages, str):
             msgs: Any = [SamplingMessage(role="user", content=TextContent(text=messages))]
         else:
-            msgs = [m if isinstance(m, SamplingMessage) else msgspec.convert(m, SamplingMessage) for m in messages]
+            msgs = [
+                m if isinstance(m, SamplingMessage) else msgspec.convert(m, SamplingMessage) for m in messages
+            ]
         fields: dict[str, Any] = {"messages": msgs, "max_tokens": max_tokens, **extra}
         if system_prompt is not None:
             fields["system_prompt"] = system_prompt
@@ -644,7 +670,9 @@ class Context:
             ElicitRequestParams,
         )
         if self.modern is not None:
-            return self.modern.ask(ElicitRequest(params=params), _form_capability(self.modern.capabilities), ElicitResult)
+            return self.modern.ask(
+                ElicitRequest(params=params), _form_capability(self.modern.capabilities), ElicitResult
+            )
         return await self.session.elicit(params)
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
@@ -676,7 +704,9 @@ def _group_leaves(group: BaseException) -> list[BaseException]:
 
 
 #: Requests that exist only in the stateless era.
-_MODERN_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.kind == "request" and is_modern(spec.since))
+_MODERN_ONLY: Final = frozenset(
+    m for m, spec in METHODS.items() if spec.kind == "request" and is_modern(spec.since)
+)
 
 
 def _uri(params: Any) -> Any:

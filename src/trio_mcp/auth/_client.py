@@ -183,10 +183,13 @@ class OAuthClientAuth(httpx.Auth):
             if not isinstance(client_credentials, ClientCredentials):
                 raise ClientCredentialsConfigError("client_credentials must be a ClientCredentials")
             extra = [
-                name for name, value in (
-                    ("authorization_handler", authorization_handler), ("clients", clients),
+                name
+                for name, value in (
+                    ("authorization_handler", authorization_handler),
+                    ("clients", clients),
                     ("client_metadata_url", client_metadata_url),
-                ) if value
+                )
+                if value
             ]
             if extra:
                 raise ClientCredentialsConfigError(
@@ -279,12 +282,19 @@ class OAuthClientAuth(httpx.Auth):
                 if challenge.error != "insufficient_scope":
                     return
                 if not self._new_scopes(challenge):
-                    log.warning("the MCP server answers 403 insufficient_scope for scope %r, which the token "
-                                "already has: not authorizing again", challenge.scope)
+                    log.warning(
+                        "the MCP server answers 403 insufficient_scope for scope %r, which the token "
+                        "already has: not authorizing again",
+                        challenge.scope,
+                    )
                     return
                 if step_ups >= self.settings.max_step_ups:
-                    log.warning("the MCP server still answers 403 insufficient_scope (scope %r) after %d "
-                                "step-up authorizations: giving up", challenge.scope, step_ups)
+                    log.warning(
+                        "the MCP server still answers 403 insufficient_scope (scope %r) after %d "
+                        "step-up authorizations: giving up",
+                        challenge.scope,
+                        step_ups,
+                    )
                     return
                 step_ups += 1
             sent_token = "authorization" in request.headers
@@ -466,8 +476,11 @@ class OAuthClientAuth(httpx.Auth):
         if scope is not None:
             params["scope"] = scope
         request = AuthorizationRequest(
-            url=with_query(endpoint, params), redirect_uri=redirect_uri, issuer=context.issuer,
-            scope=scope, resource=context.resource,
+            url=with_query(endpoint, params),
+            redirect_uri=redirect_uri,
+            issuer=context.issuer,
+            scope=scope,
+            resource=context.resource,
         )
         log.info("authorizing at %s (scope %r)", context.issuer, scope)
         timeout = self.settings.authorization_timeout
@@ -484,7 +497,9 @@ class OAuthClientAuth(httpx.Auth):
             ) from exc
         code = _code_from(callback, state, context)
         tokens = await self._token_request(
-            http, context, client,
+            http,
+            context,
+            client,
             {
                 "grant_type": "authorization_code",
                 "code": code,
@@ -540,7 +555,9 @@ class OAuthClientAuth(httpx.Auth):
         assert tokens.refresh_token is not None
         client = await self._client_for(http, context)
         fresh = await self._token_request(
-            http, context, client,
+            http,
+            context,
+            client,
             {
                 "grant_type": "refresh_token",
                 "refresh_token": tokens.refresh_token,
@@ -580,7 +597,8 @@ class OAuthClientAuth(httpx.Auth):
             raise ResourceMismatchError(
                 f"the protected resource metadata is for {prm.resource!r}, not for the MCP server "
                 f"{self.server_url!r}",
-                resource=prm.resource, server_url=self.server_url,
+                resource=prm.resource,
+                server_url=self.server_url,
             )
         if not prm.authorization_servers:
             raise DiscoveryError("the protected resource metadata names no authorization server")
@@ -613,7 +631,8 @@ class OAuthClientAuth(httpx.Auth):
             raise IssuerMismatchError(
                 f"the authorization server metadata names the issuer {metadata.issuer!r}, "
                 f"not {issuer!r} (the issuer its well-known URL was built from)",
-                expected=issuer, received=metadata.issuer,
+                expected=issuer,
+                received=metadata.issuer,
             )
         if self.client_credentials is not None:
             # (no user, no browser: neither an authorization endpoint nor PKCE is needed)
@@ -738,7 +757,8 @@ class OAuthClientAuth(httpx.Auth):
             error = _error_of(answer)
             raise RegistrationError(
                 f"client registration refused (HTTP {status}{_describe_error(error)})",
-                error=error.error if error else None, status_code=status,
+                error=error.error if error else None,
+                status_code=status,
             )
         try:
             client = msgspec.json.decode(answer, type=ClientInformation, strict=False)
@@ -800,7 +820,8 @@ class OAuthClientAuth(httpx.Auth):
             error = _error_of(body)
             raise TokenRequestError(
                 f"the token endpoint refused the {grant} request (HTTP {status}{_describe_error(error)})",
-                error=error.error if error else None, status_code=status,
+                error=error.error if error else None,
+                status_code=status,
             )
         try:
             answer = msgspec.json.decode(body, type=_TokenResponse, strict=False)

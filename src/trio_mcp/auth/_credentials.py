@@ -131,7 +131,8 @@ class ClientCredentials:
     def client_information(self) -> ClientInformation:
         """This client as the OAuth client code sees every client identity."""
         return ClientInformation(
-            client_id=self.client_id, client_secret=self.client_secret,
+            client_id=self.client_id,
+            client_secret=self.client_secret,
             token_endpoint_auth_method=self.token_endpoint_auth_method,
         )
 
@@ -200,8 +201,11 @@ def _load_key(pem: str | bytes | None, algorithm: str) -> Any:
     else:
         fits = isinstance(key, ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey)
     if not fits:
-        need = {"ec": f"an EC key on {curve}", "rsa": "an RSA key of 2048 bits or more",
-                "okp": "an Ed25519 or Ed448 key"}[kind]
+        need = {
+            "ec": f"an EC key on {curve}",
+            "rsa": "an RSA key of 2048 bits or more",
+            "okp": "an Ed25519 or Ed448 key",
+        }[kind]
         raise ClientCredentialsConfigError(
             f"signing_algorithm {algorithm} needs {need}; the private_key is a {type(key).__name__}"
         )

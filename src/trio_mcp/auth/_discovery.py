@@ -14,15 +14,15 @@ import attrs
 
 __all__ = [
     "Challenge",
-    "parse_challenges",
-    "bearer_challenge",
-    "prm_urls",
     "as_metadata_urls",
-    "resource_matches",
+    "bearer_challenge",
     "canonical_server_url",
-    "with_query",
     "is_loopback",
+    "parse_challenges",
+    "prm_urls",
+    "resource_matches",
     "same_endpoint",
+    "with_query",
 ]
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")

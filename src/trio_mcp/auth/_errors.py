@@ -12,14 +12,14 @@ from __future__ import annotations
 import httpx
 
 __all__ = [
-    "OAuthError",
-    "DiscoveryError",
-    "ResourceMismatchError",
-    "IssuerMismatchError",
-    "UnsupportedServerError",
-    "RegistrationError",
     "AuthorizationResponseError",
+    "DiscoveryError",
+    "IssuerMismatchError",
+    "OAuthError",
+    "RegistrationError",
+    "ResourceMismatchError",
     "TokenRequestError",
+    "UnsupportedServerError",
 ]
 
 

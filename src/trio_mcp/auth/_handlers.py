@@ -14,7 +14,7 @@ from ._discovery import same_endpoint
 from ._errors import AuthorizationResponseError
 from ._http import new_client
 
-__all__ = ["AuthorizationRequest", "AuthorizationHandler", "FollowRedirectHandler"]
+__all__ = ["AuthorizationHandler", "AuthorizationRequest", "FollowRedirectHandler"]
 
 log = logging.getLogger("trio_mcp.auth")
 

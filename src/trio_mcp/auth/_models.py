@@ -102,8 +102,10 @@ class ClientInformation(msgspec.Struct, kw_only=True):
 
     def __repr__(self) -> str:
         secret = "None" if self.client_secret is None else "'<redacted>'"
-        return (f"ClientInformation(client_id={self.client_id!r}, client_secret={secret}, "
-                f"token_endpoint_auth_method={self.token_endpoint_auth_method!r})")
+        return (
+            f"ClientInformation(client_id={self.client_id!r}, client_secret={secret}, "
+            f"token_endpoint_auth_method={self.token_endpoint_auth_method!r})"
+        )
 
 
 class OAuthToken(msgspec.Struct, kw_only=True):
@@ -137,9 +139,11 @@ class OAuthToken(msgspec.Struct, kw_only=True):
 
     def __repr__(self) -> str:
         refresh = "None" if self.refresh_token is None else "'<redacted>'"
-        return (f"OAuthToken(access_token='<redacted>', token_type={self.token_type!r}, "
-                f"refresh_token={refresh}, scope={self.scope!r}, expires_at={self.expires_at!r}, "
-                f"issuer={self.issuer!r}, resource={self.resource!r})")
+        return (
+            f"OAuthToken(access_token='<redacted>', token_type={self.token_type!r}, "
+            f"refresh_token={refresh}, scope={self.scope!r}, expires_at={self.expires_at!r}, "
+            f"issuer={self.issuer!r}, resource={self.resource!r})"
+        )
 
 
 class _TokenResponse(msgspec.Struct, kw_only=True):

@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from ._models import ClientInformation, OAuthToken
 
-__all__ = ["TokenStorage", "InMemoryTokenStorage"]
+__all__ = ["InMemoryTokenStorage", "TokenStorage"]
 
 
 @runtime_checkable

@@ -149,8 +149,10 @@ def format_result(result: BenchResult, target: str) -> str:
     kinds = ", ".join(f"{k}: {n}" for k, n in result.failed.items())
     head = f"tools/call {result.tool} on {target}: {result.concurrency} callers, {result.seconds:.2f} s"
     calls = f"{result.calls:,} ({result.calls_per_s:,.1f}/s): {result.ok:,} ok, {result.is_error:,} isError"
-    latency = (f"mean {result.mean_us:,.0f} µs, p50 {result.p50_us:,}, p90 {result.p90_us:,}, "
-               f"p99 {result.p99_us:,}, p99.9 {result.p999_us:,}, max {result.max_us:,} µs")
+    latency = (
+        f"mean {result.mean_us:,.0f} µs, p50 {result.p50_us:,}, p90 {result.p90_us:,}, "
+        f"p99 {result.p99_us:,}, p99.9 {result.p999_us:,}, max {result.max_us:,} µs"
+    )
     lines = [
         f"{head}, protocol {result.protocol}",
         f"  calls    {calls}, {failed:,} failed" + (f" ({kinds})" if kinds else ""),

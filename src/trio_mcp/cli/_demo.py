@@ -64,7 +64,10 @@ async def run_demo(*, calls: int = 2000, out: Any = print) -> None:
 
     async def sampling(params: Any) -> CreateMessageResult:
         return CreateMessageResult(
-            role="assistant", content=TextContent(text="trio nurseries hum / tasks bloom and then join as one / no orphan remains"),
+            role="assistant",
+            content=TextContent(
+                text="trio nurseries hum / tasks bloom and then join as one / no orphan remains"
+            ),
             model="canned-llm",
         )
 
@@ -72,8 +75,10 @@ async def run_demo(*, calls: int = 2000, out: Any = print) -> None:
         out(f"  [server log {params.level}] {params.data}")
 
     async with connected(app, mode="bytes", sampling_handler=sampling, on_log=on_log) as client:
-        out(f"connected to {client.server_info.name} {client.server_info.version} "
-            f"(protocol {client.protocol_version})")
+        out(
+            f"connected to {client.server_info.name} {client.server_info.version} "
+            f"(protocol {client.protocol_version})"
+        )
         tools = await client.list_all_tools()
         out("tools: " + ", ".join(t.name for t in tools))
         result = await client.call_tool("add", {"a": 2, "b": 40})
@@ -212,8 +217,11 @@ async def run_fleet(*, calls: int = 300, out: Any = print) -> dict[str, int]:
         async with open_session(stream, era="handshake") as client:
             listed = await client.list_all_tools()
             say(f"fleet up: {len(listed)} tools of {len(names)} servers behind one gateway at {info.url}")
-            plan = [("alpha__add", {"a": 1, "b": 2}), ("beta__forecast", {"city": "Oslo"}),
-                    ("flaky__echo", {"text": "hi"})]
+            plan = [
+                ("alpha__add", {"a": 1, "b": 2}),
+                ("beta__forecast", {"city": "Oslo"}),
+                ("flaky__echo", {"text": "hi"}),
+            ]
             t0 = trio.current_time()
             done = 0
 

@@ -42,19 +42,33 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="a tools/call load run against a server: calls/s and latency")
     bench.add_argument("words", nargs="*", metavar="[TARGET] TOOL key=value")
     bench.add_argument("-c", "--concurrency", type=int, default=16, help="callers at once (default 16)")
-    bench.add_argument("-d", "--duration", type=float, default=None,
-                       help="seconds to measure (default 10; unbounded with --calls alone)")
+    bench.add_argument(
+        "-d",
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds to measure (default 10; unbounded with --calls alone)",
+    )
     bench.add_argument("-n", "--calls", type=int, default=None, help="stop after this many calls")
-    bench.add_argument("--warmup", type=float, default=1.0, help="seconds of calls before measuring (default 1)")
+    bench.add_argument(
+        "--warmup", type=float, default=1.0, help="seconds of calls before measuring (default 1)"
+    )
     bench.add_argument("--call-timeout", type=float, default=30.0, help="bound of each call, in seconds")
-    bench.add_argument("--era", choices=("auto", "handshake", "modern"), default="auto",
-                       help="protocol era to speak (default: probe)")
+    bench.add_argument(
+        "--era",
+        choices=("auto", "handshake", "modern"),
+        default="auto",
+        help="protocol era to speak (default: probe)",
+    )
     bench.add_argument("--json", action="store_true", help="one JSON object instead of the report")
     gateway = sub.add_parser("gateway", help="serve the servers of an mcpServers config file as one server")
     gateway.add_argument("config", metavar="CONFIG.json")
     _serving_options(gateway)
-    gateway.add_argument("--inherit-env", action="store_true",
-                         help="stdio servers get our whole environment (default: a safe subset plus their env)")
+    gateway.add_argument(
+        "--inherit-env",
+        action="store_true",
+        help="stdio servers get our whole environment (default: a safe subset plus their env)",
+    )
     return parser
 
 
@@ -126,13 +140,20 @@ async def _list(target: list[str], as_json: bool) -> int:
         resources = await client.list_all_resources() if client.supports("resources/list") else []
         templates = await client.list_all_resource_templates() if client.supports("resources/list") else []
     if as_json:
-        _print_json({"tools": tools, "prompts": prompts, "resources": resources, "resourceTemplates": templates})
+        _print_json(
+            {"tools": tools, "prompts": prompts, "resources": resources, "resourceTemplates": templates}
+        )
         return 0
+
     def line(name: str, desc: Any) -> str:
         return f"  {name}" + (f" — {desc.splitlines()[0]}" if isinstance(desc, str) and desc else "")
 
-    for title, items, key in (("tools", tools, "name"), ("prompts", prompts, "name"),
-                              ("resources", resources, "uri"), ("resource templates", templates, "uri_template")):
+    for title, items, key in (
+        ("tools", tools, "name"),
+        ("prompts", prompts, "name"),
+        ("resources", resources, "uri"),
+        ("resource templates", templates, "uri_template"),
+    ):
         print(f"{title} ({len(items)}):")
         for item in items:
             print(line(getattr(item, key), getattr(item, "description", None)))
@@ -145,7 +166,10 @@ async def _call(target: list[str], tool: str, pairs: list[str], as_json: bool) -
     async with open_target(target) as client:
         tools = {t.name: t for t in await client.list_all_tools()}
         if tool not in tools:
-            print(f"trio-mcp: no tool {tool!r}; the server has: {', '.join(sorted(tools)) or 'none'}", file=sys.stderr)
+            print(
+                f"trio-mcp: no tool {tool!r}; the server has: {', '.join(sorted(tools)) or 'none'}",
+                file=sys.stderr,
+            )
             return 2
         result = await client.call_tool(tool, _arguments(pairs, tools[tool].input_schema))
     if as_json:
@@ -165,7 +189,10 @@ async def _bench(target: list[str], tool: str, pairs: list[str], args: argparse.
     async with open_target(target, era=args.era) as client:
         tools = {t.name: t for t in await client.list_all_tools()}
         if tool not in tools:
-            print(f"trio-mcp: no tool {tool!r}; the server has: {', '.join(sorted(tools)) or 'none'}", file=sys.stderr)
+            print(
+                f"trio-mcp: no tool {tool!r}; the server has: {', '.join(sorted(tools)) or 'none'}",
+                file=sys.stderr,
+            )
             return 2
         arguments = _arguments(pairs, tools[tool].input_schema)
         first = await client.call_tool(tool, arguments)  # a bad argument shows here, not 10,000 times
@@ -175,9 +202,14 @@ async def _bench(target: list[str], tool: str, pairs: list[str], args: argparse.
             return 1
         try:
             result = await run_bench(
-                client, tool, arguments,
-                concurrency=args.concurrency, duration=duration, calls=args.calls,
-                warmup=args.warmup, call_timeout=args.call_timeout,
+                client,
+                tool,
+                arguments,
+                concurrency=args.concurrency,
+                duration=duration,
+                calls=args.calls,
+                warmup=args.warmup,
+                call_timeout=args.call_timeout,
             )
         except ValueError as exc:
             raise SystemExit(f"trio-mcp: {exc}") from None
@@ -195,7 +227,9 @@ async def _gateway(args: argparse.Namespace) -> None:
     config = load_config(args.config, inherit_env=args.inherit_env)
     async with open_gateway(config) as gateway:
         if gateway.failed:
-            print(f"trio-mcp: gateway: left out (could not start): {', '.join(gateway.failed)}", file=sys.stderr)
+            print(
+                f"trio-mcp: gateway: left out (could not start): {', '.join(gateway.failed)}", file=sys.stderr
+            )
         await serve(gateway, args.transport, host=args.host, port=args.port, path=args.path)
 
 
@@ -214,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
 
             print("== one server and one client, in memory")
             trio.run(lambda: run_demo(calls=args.calls))
-            print("== three supervised stdio servers (one crashes now and then) behind one gateway, under load")
+            print(
+                "== three supervised stdio servers (one crashes now and then) behind one gateway, under load"
+            )
             trio.run(lambda: run_fleet(calls=args.fleet_calls))
             return 0
         if args.command == "demo-server":
@@ -255,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         from ..transports import TransportError
         from ._targets import TargetError
 
-        if isinstance(inner, (McpError, TransportError, TargetError, OSError, ConfigError, GatewayStartError)):
+        if isinstance(
+            inner, (McpError, TransportError, TargetError, OSError, ConfigError, GatewayStartError)
+        ):
             print(f"trio-mcp: {inner}", file=sys.stderr)
             return 1
         raise

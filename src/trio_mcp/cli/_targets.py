@@ -16,7 +16,7 @@ import trio
 from .._util import collapse_groups
 from ..actors._client import ClientSession, open_session
 
-__all__ = ["load_app", "transport_factory", "open_target", "TargetError", "APP_NAMES"]
+__all__ = ["APP_NAMES", "TargetError", "load_app", "open_target", "transport_factory"]
 
 #: Names a server object is looked up under when ``FILE.py`` names no object.
 APP_NAMES = ("app", "server", "mcp")

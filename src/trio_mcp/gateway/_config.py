@@ -68,15 +68,17 @@ __all__ = [
 RemoteTransport = Literal["http", "sse", "ws"]
 
 #: Spellings of each remote transport found in the wild.
-TRANSPORT_NAMES: Final[Mapping[str, RemoteTransport]] = MappingProxyType({
-    "http": "http",
-    "streamable-http": "http",
-    "streamable_http": "http",
-    "streamablehttp": "http",
-    "sse": "sse",
-    "ws": "ws",
-    "websocket": "ws",
-})
+TRANSPORT_NAMES: Final[Mapping[str, RemoteTransport]] = MappingProxyType(
+    {
+        "http": "http",
+        "streamable-http": "http",
+        "streamable_http": "http",
+        "streamablehttp": "http",
+        "sse": "sse",
+        "ws": "ws",
+        "websocket": "ws",
+    }
+)
 #: Keys the servers may sit under, in order of preference.
 WRAPPER_KEYS: Final = ("mcpServers", "servers")
 _NAME: Final = re.compile(r"[A-Za-z0-9_.-]+")
@@ -116,8 +118,13 @@ class StdioEntry:
         from ..transports.stdio import StdioServerParameters, StdioTransport
 
         server = StdioServerParameters(
-            command=self.command, args=self.args, env=dict(self.env), cwd=self.cwd,
-            inherit_env=self.inherit_env, name=self.name, **params,
+            command=self.command,
+            args=self.args,
+            env=dict(self.env),
+            cwd=self.cwd,
+            inherit_env=self.inherit_env,
+            name=self.name,
+            **params,
         )
         return lambda: StdioTransport(server)
 
@@ -151,6 +158,7 @@ class RemoteEntry:
 
             def make() -> TransportActor:
                 return StreamableHttpTransport(url, headers=headers, **options)
+
         return make
 
 
@@ -241,12 +249,16 @@ def _check_name(name: str) -> None:
 def _entry(name: str, raw: dict[str, Any], environ: Mapping[str, str], inherit_env: bool) -> ServerEntry:
     has_command, has_url = "command" in raw, "url" in raw
     if has_command and has_url:
-        raise ConfigError("give either 'command' (stdio) or 'url' (remote), not both", server=name, field="url")
+        raise ConfigError(
+            "give either 'command' (stdio) or 'url' (remote), not both", server=name, field="url"
+        )
     kind = _transport_name(name, raw)
     if has_command:
         if kind not in (None, "stdio"):
             raise ConfigError(
-                f"type {kind!r} needs a 'url'; a server with a 'command' is a stdio server", server=name, field="type"
+                f"type {kind!r} needs a 'url'; a server with a 'command' is a stdio server",
+                server=name,
+                field="type",
             )
         return _stdio(name, raw, environ, inherit_env)
     if has_url:
@@ -255,7 +267,8 @@ def _entry(name: str, raw: dict[str, Any], environ: Mapping[str, str], inherit_e
         return _remote(name, raw, kind, environ)
     raise ConfigError(
         "missing: a server needs either 'command' (a stdio server) or 'url' (a remote server)",
-        server=name, field="command",
+        server=name,
+        field="command",
     )
 
 
@@ -267,7 +280,9 @@ def _transport_name(name: str, raw: dict[str, Any]) -> str | None:
     values = {v.lower() for v in given.values()}
     if len(values) > 1:
         raise ConfigError(
-            f"'type' ({given['type']!r}) and 'transport' ({given['transport']!r}) disagree", server=name, field="type"
+            f"'type' ({given['type']!r}) and 'transport' ({given['transport']!r}) disagree",
+            server=name,
+            field="type",
         )
     if not values:
         return None
@@ -275,7 +290,9 @@ def _transport_name(name: str, raw: dict[str, Any]) -> str | None:
     if value != "stdio" and value not in TRANSPORT_NAMES:
         field = next(iter(given))
         known = ", ".join(["stdio", *TRANSPORT_NAMES])
-        raise ConfigError(f"unknown transport type {given[field]!r}; known: {known}", server=name, field=field)
+        raise ConfigError(
+            f"unknown transport type {given[field]!r}; known: {known}", server=name, field=field
+        )
     return value
 
 
@@ -313,7 +330,10 @@ def _remote(name: str, raw: dict[str, Any], kind: str | None, environ: Mapping[s
         wanted = "ws:// or wss://" if transport == "ws" else "http:// or https://"
         raise ConfigError(f"a {transport} server needs a {wanted} URL, not {url!r}", server=name, field="url")
     return RemoteEntry(
-        name=name, url=url, transport=transport, headers=_strings(name, "headers", raw.get("headers", {}), environ)
+        name=name,
+        url=url,
+        transport=transport,
+        headers=_strings(name, "headers", raw.get("headers", {}), environ),
     )
 
 
@@ -335,7 +355,8 @@ def _string(name: str, field: str, value: Any, environ: Mapping[str, str]) -> st
             return default
         raise ConfigError(
             f"${{{var}}} is not set in the environment (write ${{{var}:-default}} for a default)",
-            server=name, field=field,
+            server=name,
+            field=field,
         )
 
     return _VAR.sub(substitute, value)

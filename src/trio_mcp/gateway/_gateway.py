@@ -138,7 +138,7 @@ def gateway_uri(server: str, uri: str) -> str:
 def split_gateway_uri(uri: str) -> tuple[str, str]:
     """``gateway://server/original`` → ``(server, original)``; :class:`ResourceNotFound` otherwise."""
     if uri.startswith(URI_SCHEME):
-        server, sep, original = uri[len(URI_SCHEME):].partition("/")
+        server, sep, original = uri[len(URI_SCHEME) :].partition("/")
         if sep and server and original:
             return server, original
     raise ResourceNotFound(
@@ -164,8 +164,11 @@ class Gateway(LowLevelServer):
     ) -> None:
         if not request_timeout > 0:
             raise ValueError(f"request_timeout must be positive, not {request_timeout!r}")
-        options.setdefault("instructions", "Tools, prompts and resources of several MCP servers: "
-                           f"names are 'server{SEPARATOR}name', resource URIs {URI_SCHEME}server/uri.")
+        options.setdefault(
+            "instructions",
+            "Tools, prompts and resources of several MCP servers: "
+            f"names are 'server{SEPARATOR}name', resource URIs {URI_SCHEME}server/uri.",
+        )
         super().__init__(name, version, **options)
         self.host = host
         self.request_timeout = request_timeout
@@ -175,11 +178,16 @@ class Gateway(LowLevelServer):
         self._published: dict[str, list[Any]] = self._snapshot()
         lists = {
             "tools/list": self._lister(self.tools, lambda p, c: ListToolsResult(tools=p, next_cursor=c)),
-            "prompts/list": self._lister(self.prompts, lambda p, c: ListPromptsResult(prompts=p, next_cursor=c)),
+            "prompts/list": self._lister(
+                self.prompts, lambda p, c: ListPromptsResult(prompts=p, next_cursor=c)
+            ),
             "resources/list": self._lister(
-                self.resources, lambda p, c: ListResourcesResult(resources=p, next_cursor=c)),
+                self.resources, lambda p, c: ListResourcesResult(resources=p, next_cursor=c)
+            ),
             "resources/templates/list": self._lister(
-                self.resource_templates, lambda p, c: ListResourceTemplatesResult(resource_templates=p, next_cursor=c)),
+                self.resource_templates,
+                lambda p, c: ListResourceTemplatesResult(resource_templates=p, next_cursor=c),
+            ),
         }
         for method, handler in lists.items():
             self.set_request_handler(method, PaginatedRequestParams, handler)
@@ -199,25 +207,29 @@ class Gateway(LowLevelServer):
         """Every server's tools, renamed ``server__tool``."""
         return [
             msgspec.structs.replace(tool, name=f"{server}{SEPARATOR}{tool.name}")
-            for server, conn in self._servers() for tool in conn.tools
+            for server, conn in self._servers()
+            for tool in conn.tools
         ]
 
     def prompts(self) -> list[Any]:
         return [
             msgspec.structs.replace(prompt, name=f"{server}{SEPARATOR}{prompt.name}")
-            for server, conn in self._servers() for prompt in conn.prompts
+            for server, conn in self._servers()
+            for prompt in conn.prompts
         ]
 
     def resources(self) -> list[Any]:
         return [
             msgspec.structs.replace(res, uri=gateway_uri(server, res.uri))
-            for server, conn in self._servers() for res in conn.resources
+            for server, conn in self._servers()
+            for res in conn.resources
         ]
 
     def resource_templates(self) -> list[Any]:
         return [
             msgspec.structs.replace(t, uri_template=gateway_uri(server, t.uri_template))
-            for server, conn in self._servers() for t in conn.resource_templates
+            for server, conn in self._servers()
+            for t in conn.resource_templates
         ]
 
     def _lister(self, items: Callable[[], list[Any]], answer: Callable[[list[Any], Any], Any]) -> Any:
@@ -270,10 +282,13 @@ class Gateway(LowLevelServer):
             with trio.move_on_after(self.request_timeout):
                 return await call()
         except ConnectionClosed as exc:
-            raise ServerUnavailable(f"server {server!r} is unavailable: {exc.message}",
-                                    data={"server": server}) from None
-        raise ServerUnavailable(f"server {server!r} did not answer {what} within {self.request_timeout} s",
-                                data={"server": server})
+            raise ServerUnavailable(
+                f"server {server!r} is unavailable: {exc.message}", data={"server": server}
+            ) from None
+        raise ServerUnavailable(
+            f"server {server!r} did not answer {what} within {self.request_timeout} s",
+            data={"server": server},
+        )
 
     async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
         server, _ = self._route("tool", params.name)
@@ -283,7 +298,8 @@ class Gateway(LowLevelServer):
             options["on_progress"] = ctx.report_progress
         try:
             return await self._forward(
-                server, f"tools/call {params.name!r}",
+                server,
+                f"tools/call {params.name!r}",
                 lambda: self.host.call_tool(params.name, arguments, **options),
             )
         except ServerUnavailable as exc:
@@ -294,14 +310,17 @@ class Gateway(LowLevelServer):
         server, name = self._route("prompt", params.name)
         arguments = None if params.arguments is UNSET else params.arguments
         conn = self.host.servers[server]
-        return await self._forward(server, f"prompts/get {params.name!r}", lambda: conn.get_prompt(name, arguments))
+        return await self._forward(
+            server, f"prompts/get {params.name!r}", lambda: conn.get_prompt(name, arguments)
+        )
 
     async def _read_resource(self, ctx: Context, params: ReadResourceRequestParams) -> ReadResourceResult:
         server, uri = split_gateway_uri(params.uri)
         conn = self.host.servers.get(server)
         if conn is None:
-            raise ResourceNotFound(f"Resource not found: no server named {server!r} is connected",
-                                   data={"uri": params.uri})
+            raise ResourceNotFound(
+                f"Resource not found: no server named {server!r} is connected", data={"uri": params.uri}
+            )
         result = await self._forward(server, f"resources/read {uri!r}", lambda: conn.read_resource(uri))
         contents = [msgspec.structs.replace(c, uri=gateway_uri(server, c.uri)) for c in result.contents]
         return msgspec.structs.replace(result, contents=contents)
@@ -392,12 +411,16 @@ async def open_gateway(
     if not entries:
         raise ConfigError("no servers to start (is every server disabled?)")
     names = [e.name for e in entries]
-    host = Host(settings=settings or GATEWAY_SETTINGS, consent_policy=ConsentPolicy(trusted_servers=frozenset(names)))
+    host = Host(
+        settings=settings or GATEWAY_SETTINGS, consent_policy=ConsentPolicy(trusted_servers=frozenset(names))
+    )
     with collapse_groups():
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)
             gateway = Gateway(host, order=names, request_timeout=request_timeout, **gateway_options)
-            starter = _Starter(gateway, nursery, {"stdio": stdio_options or {}, "remote": remote_options or {}})
+            starter = _Starter(
+                gateway, nursery, {"stdio": stdio_options or {}, "remote": remote_options or {}}
+            )
             async with trio.open_nursery() as starting:
                 for entry in entries:
                     starting.start_soon(starter.start, entry)

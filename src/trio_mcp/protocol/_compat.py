@@ -58,7 +58,7 @@ from ._types import (
 )
 from ._versions import LATEST_VERSION, V2025_03_26, V2025_06_18, V2025_11_25, is_modern
 
-__all__ = ["adapt", "strip_modern", "result_type_of", "describe_block"]
+__all__ = ["adapt", "describe_block", "result_type_of", "strip_modern"]
 
 _NEWEST: Final = LATEST_VERSION
 
@@ -170,6 +170,7 @@ def strip_modern(obj: Any) -> Any:
 
 
 # ---------------------------------------------------------------- per-type rules
+
 
 def _structured_content_ok(value: Any, version: str) -> bool:
     # An object in 2025-06-18 and 2025-11-25; undeclared (anything goes) before.
@@ -363,6 +364,7 @@ def adapt(obj: Any, version: str) -> Any:
 
 # ---------------------------------------------------------------- result kinds
 
+
 class _ResultTypeProbe(msgspec.Struct, rename="camel"):
     result_type: str = RESULT_COMPLETE
 
@@ -380,4 +382,3 @@ def result_type_of(result: Any) -> str:
     else:
         value = getattr(result, "result_type", RESULT_COMPLETE)
     return RESULT_COMPLETE if value is UNSET or not isinstance(value, str) else value
-

@@ -28,19 +28,19 @@ from ._errors import (
 
 __all__ = [
     "JSONRPC_VERSION",
-    "RequestId",
-    "Request",
-    "Notification",
-    "Response",
     "ErrorObject",
     "ErrorResponse",
+    "Frame",
     "InvalidMessage",
     "Message",
-    "Frame",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "coerce",
     "decode",
     "encode",
     "encode_line",
-    "coerce",
     "error_response",
     "raw_or_none",
 ]
@@ -169,7 +169,9 @@ def _classify(env: _Envelope) -> Message | InvalidMessage:
         return Request(id=ident, method=method, params=params)
     if env.result is not UNSET:
         if not _valid_id(ident):
-            return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Response without a valid id"), answer=False)
+            return InvalidMessage(
+                None, error_from_code(INVALID_REQUEST, "Response without a valid id"), answer=False
+            )
         return Response(id=ident, result=env.result)
     if env.error is not UNSET:
         err = env.error
@@ -178,9 +180,13 @@ def _classify(env: _Envelope) -> Message | InvalidMessage:
             or type(err.get("code")) is not int
             or not isinstance(err.get("message"), str)
         ):
-            return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Malformed error object"), answer=False)
+            return InvalidMessage(
+                None, error_from_code(INVALID_REQUEST, "Malformed error object"), answer=False
+            )
         if not (ident is None or _valid_id(ident)):
-            return InvalidMessage(None, error_from_code(INVALID_REQUEST, "Error response with an invalid id"), answer=False)
+            return InvalidMessage(
+                None, error_from_code(INVALID_REQUEST, "Error response with an invalid id"), answer=False
+            )
         return ErrorResponse(
             id=ident,
             error=ErrorObject(code=err["code"], message=err["message"], data=err.get("data", UNSET)),
@@ -246,7 +252,9 @@ def decode(data: bytes | bytearray | memoryview | str) -> Frame:
         try:
             out.append(_classify(_envelope_decoder.decode(item)))
         except msgspec.DecodeError:
-            out.append(InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: not a JSON object")))
+            out.append(
+                InvalidMessage(None, error_from_code(INVALID_REQUEST, "Invalid request: not a JSON object"))
+            )
         except RecursionError:  # pragma: no cover - the batch decode recursed first
             out.append(InvalidMessage(None, error_from_code(PARSE_ERROR, "Parse error: nested too deeply")))
     return out

@@ -71,18 +71,18 @@ from ._versions import (
 from ._versions import SUPPORTED_VERSIONS as _KNOWN_VERSIONS
 
 __all__ = [
+    "BOTH_DIRECTIONS",
+    "CLIENT_TO_SERVER",
+    "METHODS",
+    "SERVER_TO_CLIENT",
     "Direction",
     "MethodKind",
-    "Side",
-    "CLIENT_TO_SERVER",
-    "SERVER_TO_CLIENT",
-    "BOTH_DIRECTIONS",
     "MethodSpec",
-    "METHODS",
+    "Side",
+    "has_capability",
     "lookup",
     "method_available",
     "methods_for",
-    "has_capability",
 ]
 
 MethodKind = Literal["request", "notification"]
@@ -163,15 +163,27 @@ def _request(
     result_type: type[msgspec.Struct],
     **kw: Any,
 ) -> MethodSpec:
-    return MethodSpec(method=method, kind="request", direction=direction, params_type=params_type,
-                      result_type=result_type, **kw)
+    return MethodSpec(
+        method=method,
+        kind="request",
+        direction=direction,
+        params_type=params_type,
+        result_type=result_type,
+        **kw,
+    )
 
 
 def _notification(
     method: str, direction: Direction, params_type: type[msgspec.Struct], **kw: Any
 ) -> MethodSpec:
-    return MethodSpec(method=method, kind="notification", direction=direction, params_type=params_type,
-                      cancellable=False, **kw)
+    return MethodSpec(
+        method=method,
+        kind="notification",
+        direction=direction,
+        params_type=params_type,
+        cancellable=False,
+        **kw,
+    )
 
 
 _C2S, _S2C, _BOTH = CLIENT_TO_SERVER, SERVER_TO_CLIENT, BOTH_DIRECTIONS
@@ -179,67 +191,179 @@ _LAST_HS = LATEST_HANDSHAKE_VERSION
 
 _SPECS: tuple[MethodSpec, ...] = (
     # lifecycle
-    _request("initialize", _C2S, InitializeRequestParams, InitializeResult,
-             cancellable=False, until=_LAST_HS),
+    _request(
+        "initialize", _C2S, InitializeRequestParams, InitializeResult, cancellable=False, until=_LAST_HS
+    ),
     _request("ping", _BOTH, RequestParams, EmptyResult, until=_LAST_HS),
     _request("server/discover", _C2S, RequestParams, DiscoverResult, since=V2026_07_28),
     _notification("notifications/initialized", _C2S, NotificationParams, until=_LAST_HS),
     # resources
-    _request("resources/list", _C2S, PaginatedRequestParams, ListResourcesResult,
-             capability=("server", "resources")),
-    _request("resources/templates/list", _C2S, PaginatedRequestParams, ListResourceTemplatesResult,
-             capability=("server", "resources")),
-    _request("resources/read", _C2S, ReadResourceRequestParams, ReadResourceResult,
-             capability=("server", "resources"), may_require_input=True),
-    _request("resources/subscribe", _C2S, SubscribeRequestParams, EmptyResult,
-             capability=("server", "resources", "subscribe"), until=_LAST_HS),
-    _request("resources/unsubscribe", _C2S, UnsubscribeRequestParams, EmptyResult,
-             capability=("server", "resources", "subscribe"), until=_LAST_HS),
-    _notification("notifications/resources/updated", _S2C, ResourceUpdatedNotificationParams,
-                  capability=("server", "resources", "subscribe")),
-    _notification("notifications/resources/list_changed", _S2C, NotificationParams,
-                  capability=("server", "resources", "listChanged")),
+    _request(
+        "resources/list",
+        _C2S,
+        PaginatedRequestParams,
+        ListResourcesResult,
+        capability=("server", "resources"),
+    ),
+    _request(
+        "resources/templates/list",
+        _C2S,
+        PaginatedRequestParams,
+        ListResourceTemplatesResult,
+        capability=("server", "resources"),
+    ),
+    _request(
+        "resources/read",
+        _C2S,
+        ReadResourceRequestParams,
+        ReadResourceResult,
+        capability=("server", "resources"),
+        may_require_input=True,
+    ),
+    _request(
+        "resources/subscribe",
+        _C2S,
+        SubscribeRequestParams,
+        EmptyResult,
+        capability=("server", "resources", "subscribe"),
+        until=_LAST_HS,
+    ),
+    _request(
+        "resources/unsubscribe",
+        _C2S,
+        UnsubscribeRequestParams,
+        EmptyResult,
+        capability=("server", "resources", "subscribe"),
+        until=_LAST_HS,
+    ),
+    _notification(
+        "notifications/resources/updated",
+        _S2C,
+        ResourceUpdatedNotificationParams,
+        capability=("server", "resources", "subscribe"),
+    ),
+    _notification(
+        "notifications/resources/list_changed",
+        _S2C,
+        NotificationParams,
+        capability=("server", "resources", "listChanged"),
+    ),
     # prompts
-    _request("prompts/list", _C2S, PaginatedRequestParams, ListPromptsResult,
-             capability=("server", "prompts")),
-    _request("prompts/get", _C2S, GetPromptRequestParams, GetPromptResult, capability=("server", "prompts"),
-             may_require_input=True),
-    _notification("notifications/prompts/list_changed", _S2C, NotificationParams,
-                  capability=("server", "prompts", "listChanged")),
+    _request(
+        "prompts/list", _C2S, PaginatedRequestParams, ListPromptsResult, capability=("server", "prompts")
+    ),
+    _request(
+        "prompts/get",
+        _C2S,
+        GetPromptRequestParams,
+        GetPromptResult,
+        capability=("server", "prompts"),
+        may_require_input=True,
+    ),
+    _notification(
+        "notifications/prompts/list_changed",
+        _S2C,
+        NotificationParams,
+        capability=("server", "prompts", "listChanged"),
+    ),
     # tools
     _request("tools/list", _C2S, PaginatedRequestParams, ListToolsResult, capability=("server", "tools")),
-    _request("tools/call", _C2S, CallToolRequestParams, CallToolResult, capability=("server", "tools"),
-             may_require_input=True),
-    _notification("notifications/tools/list_changed", _S2C, NotificationParams,
-                  capability=("server", "tools", "listChanged")),
+    _request(
+        "tools/call",
+        _C2S,
+        CallToolRequestParams,
+        CallToolResult,
+        capability=("server", "tools"),
+        may_require_input=True,
+    ),
+    _notification(
+        "notifications/tools/list_changed",
+        _S2C,
+        NotificationParams,
+        capability=("server", "tools", "listChanged"),
+    ),
     # logging
-    _request("logging/setLevel", _C2S, SetLevelRequestParams, EmptyResult, capability=("server", "logging"),
-             until=_LAST_HS),
-    _notification("notifications/message", _S2C, LoggingMessageNotificationParams,
-                  capability=("server", "logging")),
+    _request(
+        "logging/setLevel",
+        _C2S,
+        SetLevelRequestParams,
+        EmptyResult,
+        capability=("server", "logging"),
+        until=_LAST_HS,
+    ),
+    _notification(
+        "notifications/message", _S2C, LoggingMessageNotificationParams, capability=("server", "logging")
+    ),
     # completion
-    _request("completion/complete", _C2S, CompleteRequestParams, CompleteResult,
-             capability=("server", "completions"), capability_since=V2025_03_26),
+    _request(
+        "completion/complete",
+        _C2S,
+        CompleteRequestParams,
+        CompleteResult,
+        capability=("server", "completions"),
+        capability_since=V2025_03_26,
+    ),
     # server-to-client requests (input requests from 2026-07-28)
-    _request("sampling/createMessage", _S2C, CreateMessageRequestParams, CreateMessageResult,
-             capability=("client", "sampling"), until=_LAST_HS, input_request_since=V2026_07_28),
-    _request("roots/list", _S2C, RequestParams, ListRootsResult, capability=("client", "roots"),
-             until=_LAST_HS, input_request_since=V2026_07_28),
-    _request("elicitation/create", _S2C, ElicitRequestParams, ElicitResult,
-             capability=("client", "elicitation"), since=V2025_06_18, until=_LAST_HS,
-             input_request_since=V2026_07_28),
-    _notification("notifications/roots/list_changed", _C2S, NotificationParams,
-                  capability=("client", "roots", "listChanged"), until=_LAST_HS),
-    _notification("notifications/elicitation/complete", _S2C, ElicitationCompleteNotificationParams,
-                  capability=("client", "elicitation", "url"), since=V2025_11_25, until=V2025_11_25),
+    _request(
+        "sampling/createMessage",
+        _S2C,
+        CreateMessageRequestParams,
+        CreateMessageResult,
+        capability=("client", "sampling"),
+        until=_LAST_HS,
+        input_request_since=V2026_07_28,
+    ),
+    _request(
+        "roots/list",
+        _S2C,
+        RequestParams,
+        ListRootsResult,
+        capability=("client", "roots"),
+        until=_LAST_HS,
+        input_request_since=V2026_07_28,
+    ),
+    _request(
+        "elicitation/create",
+        _S2C,
+        ElicitRequestParams,
+        ElicitResult,
+        capability=("client", "elicitation"),
+        since=V2025_06_18,
+        until=_LAST_HS,
+        input_request_since=V2026_07_28,
+    ),
+    _notification(
+        "notifications/roots/list_changed",
+        _C2S,
+        NotificationParams,
+        capability=("client", "roots", "listChanged"),
+        until=_LAST_HS,
+    ),
+    _notification(
+        "notifications/elicitation/complete",
+        _S2C,
+        ElicitationCompleteNotificationParams,
+        capability=("client", "elicitation", "url"),
+        since=V2025_11_25,
+        until=V2025_11_25,
+    ),
     # both eras
     _notification("notifications/cancelled", _BOTH, CancelledNotificationParams),
     _notification("notifications/progress", _BOTH, ProgressNotificationParams, modern_direction=_S2C),
     # stateless era
-    _request("subscriptions/listen", _C2S, SubscriptionsListenRequestParams, SubscriptionsListenResult,
-             since=V2026_07_28),
-    _notification("notifications/subscriptions/acknowledged", _S2C,
-                  SubscriptionsAcknowledgedNotificationParams, since=V2026_07_28),
+    _request(
+        "subscriptions/listen",
+        _C2S,
+        SubscriptionsListenRequestParams,
+        SubscriptionsListenResult,
+        since=V2026_07_28,
+    ),
+    _notification(
+        "notifications/subscriptions/acknowledged",
+        _S2C,
+        SubscriptionsAcknowledgedNotificationParams,
+        since=V2026_07_28,
+    ),
 )
 
 #: Every known method, by name.

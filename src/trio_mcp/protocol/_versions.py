@@ -5,18 +5,18 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "HANDSHAKE_VERSIONS",
+    "LATEST_HANDSHAKE_VERSION",
+    "LATEST_VERSION",
+    "MODERN_VERSIONS",
+    "SUPPORTED_VERSIONS",
     "V2024_11_05",
     "V2025_03_26",
     "V2025_06_18",
     "V2025_11_25",
     "V2026_07_28",
-    "HANDSHAKE_VERSIONS",
-    "MODERN_VERSIONS",
-    "SUPPORTED_VERSIONS",
-    "LATEST_HANDSHAKE_VERSION",
-    "LATEST_VERSION",
-    "is_modern",
     "at_least",
+    "is_modern",
 ]
 
 V2024_11_05: Final = "2024-11-05"

@@ -5,4 +5,4 @@ from ._app import MCPServer
 from ._content import Audio, Image
 from ._lowlevel import LowLevelServer, paginate
 
-__all__ = ["MCPServer", "LowLevelServer", "Context", "ServerSession", "Image", "Audio", "paginate"]
+__all__ = ["Audio", "Context", "Image", "LowLevelServer", "MCPServer", "ServerSession", "paginate"]

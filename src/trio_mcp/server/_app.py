@@ -64,7 +64,7 @@ from ._lowlevel import LowLevelServer, paginate
 from ._schema import OutputSchema, description_of, output_schema_for
 from ._uri_template import UriTemplate
 
-__all__ = ["MCPServer", "CompletionFn"]
+__all__ = ["CompletionFn", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: ``fn(value, context_arguments) -> list[str]`` (sync or async).
@@ -167,11 +167,13 @@ class MCPServer(LowLevelServer):
     ) -> Tool:
         spec = inspect_function(fn, context_type=Context)
         if input_schema is not None and input_schema.get("type") != "object":
-            raise TypeError(f"tool {name or fn.__name__!r}: input_schema must have \"type\": \"object\"")
+            raise TypeError(f'tool {name or fn.__name__!r}: input_schema must have "type": "object"')
         tool_name = name or fn.__name__
         output = None if structured_output is False else output_schema_for(spec.return_annotation)
         if structured_output is True and output is None:
-            raise TypeError(f"tool {tool_name!r}: structured_output=True needs a structured return annotation")
+            raise TypeError(
+                f"tool {tool_name!r}: structured_output=True needs a structured return annotation"
+            )
         tool = Tool(
             name=tool_name,
             input_schema=spec.input_schema if input_schema is None else input_schema,
@@ -256,14 +258,26 @@ class MCPServer(LowLevelServer):
                         f"resource template {uri!r}: parameters {sorted(missing)} are not variables of the URI"
                     )
                 template = ResourceTemplate(
-                    uri_template=uri, name=res_name, title=_opt(title), description=desc,
-                    mime_type=_opt(mime_type), icons=UNSET if not icons else list(icons), meta=_opt(meta),
+                    uri_template=uri,
+                    name=res_name,
+                    title=_opt(title),
+                    description=desc,
+                    mime_type=_opt(mime_type),
+                    icons=UNSET if not icons else list(icons),
+                    meta=_opt(meta),
                 )
-                self._templates[uri] = _TemplateEntry(template, matcher, spec, mime_type, dict(complete or {}))
+                self._templates[uri] = _TemplateEntry(
+                    template, matcher, spec, mime_type, dict(complete or {})
+                )
             else:
                 resource = Resource(
-                    uri=uri, name=res_name, title=_opt(title), description=desc,
-                    mime_type=_opt(mime_type), icons=UNSET if not icons else list(icons), meta=_opt(meta),
+                    uri=uri,
+                    name=res_name,
+                    title=_opt(title),
+                    description=desc,
+                    mime_type=_opt(mime_type),
+                    icons=UNSET if not icons else list(icons),
+                    meta=_opt(meta),
                 )
                 self._resources[uri] = _ResourceEntry(resource, spec, mime_type)
             if "resources/read" not in self.request_handlers:
@@ -285,7 +299,9 @@ class MCPServer(LowLevelServer):
         page, cursor = paginate(items, params.cursor, self.page_size)
         return ListResourcesResult(resources=page, next_cursor=cursor)
 
-    async def _list_templates(self, ctx: Context, params: PaginatedRequestParams) -> ListResourceTemplatesResult:
+    async def _list_templates(
+        self, ctx: Context, params: PaginatedRequestParams
+    ) -> ListResourceTemplatesResult:
         items = [e.template for e in self._templates.values()]
         page, cursor = paginate(items, params.cursor, self.page_size)
         return ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
@@ -302,12 +318,16 @@ class MCPServer(LowLevelServer):
                 try:
                     value = await tentry.spec.call(args, ctx)
                 except ToolArgumentError as exc:
-                    raise InvalidParams(f"Invalid URI {uri!r} for template {tentry.template.uri_template!r}: {exc}")
+                    raise InvalidParams(
+                        f"Invalid URI {uri!r} for template {tentry.template.uri_template!r}: {exc}"
+                    )
                 return ReadResourceResult(contents=to_resource_contents(uri, value, tentry.mime_type))
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
 
     def _known_uri(self, uri: str) -> bool:
-        return uri in self._resources or any(t.matcher.match(uri) is not None for t in self._templates.values())
+        return uri in self._resources or any(
+            t.matcher.match(uri) is not None for t in self._templates.values()
+        )
 
     async def _subscribe(self, ctx: Context, params: SubscribeRequestParams) -> dict[str, Any]:
         if not self._known_uri(params.uri):
@@ -356,7 +376,9 @@ class MCPServer(LowLevelServer):
         props = spec.input_schema.get("properties", {})
         required = tuple(spec.input_schema.get("required", ()))
         arguments = [
-            PromptArgument(name=arg, description=_opt(props[arg].get("description")), required=arg in required)
+            PromptArgument(
+                name=arg, description=_opt(props[arg].get("description")), required=arg in required
+            )
             for arg in props
         ]
         prompt_name = name or fn.__name__
@@ -392,9 +414,7 @@ class MCPServer(LowLevelServer):
             value = await entry.spec.call(arguments, ctx)
         except ToolArgumentError as exc:
             raise InvalidParams(f"Invalid arguments for prompt {params.name!r}: {exc}") from None
-        return GetPromptResult(
-            messages=to_prompt_messages(value), description=entry.prompt.description
-        )
+        return GetPromptResult(messages=to_prompt_messages(value), description=entry.prompt.description)
 
     # ---------------------------------------------------------- completions
 
@@ -431,7 +451,11 @@ class MCPServer(LowLevelServer):
         fn = entry.completions.get(params.argument.name)
         values: list[str] = []
         if fn is not None:
-            context_args = {} if params.context is UNSET or params.context.arguments is UNSET else params.context.arguments
+            context_args = (
+                {}
+                if params.context is UNSET or params.context.arguments is UNSET
+                else params.context.arguments
+            )
             result = fn(params.argument.value, context_args)
             if hasattr(result, "__await__"):
                 result = await result
@@ -473,4 +497,3 @@ def _output_mismatch(value: Any, annotation: Any) -> str | None:
 
 def _tool_error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=message)], is_error=True)
-

@@ -366,4 +366,3 @@ def to_resource_contents(uri: str, value: Any, mime_type: str | None = None) -> 
             out.extend(to_resource_contents(uri, item, mime_type))
         return out
     return [ResourceContents.from_text(uri, _json_text(value), mime_type=mime_type or JSON_MIME)]
-

@@ -37,7 +37,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream
 
-__all__ = ["LowLevelServer", "Lifespan", "paginate", "DEFAULT_PAGE_SIZE"]
+__all__ = ["DEFAULT_PAGE_SIZE", "Lifespan", "LowLevelServer", "paginate"]
 
 T = TypeVar("T")
 Lifespan = Callable[["LowLevelServer"], AbstractAsyncContextManager[Any]]

@@ -3,4 +3,4 @@
 from ._faults import InMemoryServer, ServerInstance
 from ._pairs import connected
 
-__all__ = ["connected", "InMemoryServer", "ServerInstance"]
+__all__ = ["InMemoryServer", "ServerInstance", "connected"]

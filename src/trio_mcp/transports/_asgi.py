@@ -11,19 +11,19 @@ import trio
 from ..protocol import encode
 
 __all__ = [
-    "Scope",
-    "Receive",
-    "Send",
     "AsgiApp",
-    "HttpError",
     "Disconnected",
-    "header_map",
+    "HttpError",
+    "Receive",
+    "Scope",
+    "Send",
     "as_tuple",
-    "watch_disconnect",
+    "error_body",
+    "header_map",
+    "read_body",
     "respond",
     "start_event_stream",
-    "read_body",
-    "error_body",
+    "watch_disconnect",
 ]
 
 Scope = dict[str, Any]
@@ -34,7 +34,9 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 class HttpError(Exception):
     """Answer the request with ``status`` and a JSON-RPC error body."""
 
-    def __init__(self, status: int, message: str, *, code: int = -32000, headers: Iterable[tuple[bytes, bytes]] = ()):
+    def __init__(
+        self, status: int, message: str, *, code: int = -32000, headers: Iterable[tuple[bytes, bytes]] = ()
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -89,20 +91,26 @@ async def respond(
 
 async def start_event_stream(send: Send, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     """Start a ``200 text/event-stream`` response (never cached or buffered by proxies)."""
-    await send({
-        "type": "http.response.start",
-        "status": 200,
-        "headers": [
-            (b"content-type", b"text/event-stream"),
-            (b"cache-control", b"no-cache, no-transform"),
-            (b"x-accel-buffering", b"no"),
-            *headers,
-        ],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/event-stream"),
+                (b"cache-control", b"no-cache, no-transform"),
+                (b"x-accel-buffering", b"no"),
+                *headers,
+            ],
+        }
+    )
 
 
 async def read_body(
-    receive: Receive, headers: dict[str, str], limit: int, *, too_large_headers: Iterable[tuple[bytes, bytes]] = ()
+    receive: Receive,
+    headers: dict[str, str],
+    limit: int,
+    *,
+    too_large_headers: Iterable[tuple[bytes, bytes]] = (),
 ) -> bytes:
     """The request body, at most ``limit`` bytes (413 beyond, with
     ``too_large_headers``); raises :class:`Disconnected` if the client left."""

@@ -29,7 +29,14 @@ import attrs
 
 from ..protocol import Frame
 
-__all__ = ["MessageStream", "TransportError", "TransportClosed", "RELATED_REQUEST", "ServerInfo", "host_in_url"]
+__all__ = [
+    "RELATED_REQUEST",
+    "MessageStream",
+    "ServerInfo",
+    "TransportClosed",
+    "TransportError",
+    "host_in_url",
+]
 
 #: The id of the inbound request whose handler is running in this task, set
 #: by the peer around each handler. Transports that route messages per

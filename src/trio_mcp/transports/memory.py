@@ -32,7 +32,7 @@ import trio
 from ..protocol import ErrorResponse, Frame, Request, Response, decode, encode
 from ._base import TransportClosed
 
-__all__ = ["MemoryStream", "memory_pair", "DEFAULT_MEMORY_BUFFER"]
+__all__ = ["DEFAULT_MEMORY_BUFFER", "MemoryStream", "memory_pair"]
 
 #: Messages buffered per direction before ``send`` blocks (backpressure).
 DEFAULT_MEMORY_BUFFER: Final = 64

@@ -119,12 +119,12 @@ from .http._sse import SseDecoder, SseError
 
 __all__ = [
     "SseApp",
+    "SseClientStream",
     "SseServer",
-    "SseServerSettings",
     "SseServerInfo",
+    "SseServerSettings",
     "SseSessionStream",
     "SseTransport",
-    "SseClientStream",
 ]
 
 log = logging.getLogger("trio_mcp.sse")
@@ -181,7 +181,8 @@ class SseServerSettings:
         if self.sse_path == self.message_path:
             raise ValueError("sse_path and message_path must differ")
         check_positive(
-            self, ("max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "ping_interval"),
+            self,
+            ("max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "ping_interval"),
             nonnegative=("outbound_buffer",),
         )
 
@@ -343,7 +344,9 @@ class SseApp(AsgiApp):
             with trio.CancelScope() as scope:
                 session.cancel_scope = scope
                 async with trio.open_nursery() as nursery:
-                    server_session = await self.app.start_session(session, nursery, name=f"sse:{session.id[:8]}")
+                    server_session = await self.app.start_session(
+                        session, nursery, name=f"sse:{session.id[:8]}"
+                    )
                     started = True
                     task_status.started(server_session)
         except* TransportError as group:
@@ -356,8 +359,6 @@ class SseApp(AsgiApp):
             self._end_session(session, "session finished")
 
     # ----------------------------------------------------------------- ASGI
-
-
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_map(scope)
@@ -400,7 +401,9 @@ class SseApp(AsgiApp):
             except Exception:
                 log.exception("could not start a session")
                 raise HttpError(500, "Could not start a session") from None
-            endpoint = f"{scope.get('root_path', '')}{self.settings.message_path}?{SESSION_PARAM}={session.id}"
+            endpoint = (
+                f"{scope.get('root_path', '')}{self.settings.message_path}?{SESSION_PARAM}={session.id}"
+            )
             await self._pump(session, endpoint, receive, send)
         finally:
             self._end_session(session, "event stream closed")
@@ -445,7 +448,9 @@ class SseApp(AsgiApp):
             raise HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
         try:
             body = await read_body(
-                receive, headers, self.settings.max_body_size,
+                receive,
+                headers,
+                self.settings.max_body_size,
                 # the rest of an oversized body stays unread: the connection cannot be reused
                 too_large_headers=[(b"connection", b"close")],
             )
@@ -459,11 +464,6 @@ class SseApp(AsgiApp):
         if status:
             raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
         await respond(send, 202, b"Accepted", content_type=b"text/plain; charset=utf-8")
-
-
-
-
-
 
 
 class SseServer:
@@ -491,7 +491,13 @@ class SseServer:
         **options: Any,
     ) -> None:
         if settings is None:
-            if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+            if "allowed_hosts" not in options and host not in (
+                "127.0.0.1",
+                "localhost",
+                "::1",
+                "0.0.0.0",
+                "::",
+            ):
                 options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
             settings = SseServerSettings(sse_path=sse_path, message_path=message_path, **options)
         else:
@@ -538,7 +544,9 @@ class SseServer:
         hypercorn_stop = trio.Event()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.asgi.run)
-            binds = await nursery.start(partial(serve, self.asgi, config, shutdown_trigger=hypercorn_stop.wait))
+            binds = await nursery.start(
+                partial(serve, self.asgi, config, shutdown_trigger=hypercorn_stop.wait)
+            )
             port = int(binds[0].rpartition(":")[2]) if binds else self.port
             self.info = ServerInfo.at("http", host, port, self.asgi.settings.sse_path)
             task_status.started(self.info)
@@ -767,7 +775,9 @@ class SseTransport:
                 with trio.fail_after(self.endpoint_timeout):
                     endpoint = await nursery.start(self._read, response, frames_send)
             except trio.TooSlowError:
-                raise TransportError(f"{self.url}: no endpoint event within {self.endpoint_timeout} s") from None
+                raise TransportError(
+                    f"{self.url}: no endpoint event within {self.endpoint_timeout} s"
+                ) from None
             stream = self._stream = SseClientStream(self, client, endpoint, frames_recv)
             task_status.started(stream)
             try:
@@ -780,12 +790,16 @@ class SseTransport:
             "GET",
             self.url,
             headers={"accept": "text/event-stream", "cache-control": "no-store"},
-            timeout=httpx.Timeout(self.sse_read_timeout, connect=self.connect_timeout, pool=self.connect_timeout),
+            timeout=httpx.Timeout(
+                self.sse_read_timeout, connect=self.connect_timeout, pool=self.connect_timeout
+            ),
         )
         try:
             response = await client.send(request, stream=True, follow_redirects=True)
         except httpx.HTTPError as exc:
-            raise TransportError(f"{self.url}: cannot open the event stream: {type(exc).__name__}: {exc}") from None
+            raise TransportError(
+                f"{self.url}: cannot open the event stream: {type(exc).__name__}: {exc}"
+            ) from None
         try:
             if response.status_code != 200:
                 with trio.move_on_after(self.connect_timeout):

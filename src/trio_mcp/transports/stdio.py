@@ -66,12 +66,12 @@ __all__ = [
     "DEFAULT_READ_CHUNK",
     "DEFAULT_WRITE_GRACE",
     "SAFE_ENV_VARS",
-    "StdioStream",
-    "stdio_server_stream",
-    "StdioServerParameters",
-    "StdioTransport",
-    "StdioStartError",
     "StdioExit",
+    "StdioServerParameters",
+    "StdioStartError",
+    "StdioStream",
+    "StdioTransport",
+    "stdio_server_stream",
 ]
 
 log = logging.getLogger("trio_mcp.stdio")
@@ -233,9 +233,16 @@ class StdioStream:
         if type(frame) is InvalidMessage:
             self._invalid += 1
             if frame.error.code == PARSE_ERROR:
-                log.warning("%s: received a line that is not JSON (%d bytes): %r", self.name, len(line), line[:200])
+                log.warning(
+                    "%s: received a line that is not JSON (%d bytes): %r", self.name, len(line), line[:200]
+                )
             else:
-                log.warning("%s: received a line that is not JSON-RPC (%d bytes): %r", self.name, len(line), line[:200])
+                log.warning(
+                    "%s: received a line that is not JSON-RPC (%d bytes): %r",
+                    self.name,
+                    len(line),
+                    line[:200],
+                )
             if not self._answer_parse_errors and frame.id is None:
                 # A server's stray output is logged, never answered.
                 frame = InvalidMessage(frame.id, frame.error, answer=False)
@@ -283,7 +290,9 @@ class StdioStream:
                 except trio.ClosedResourceError:
                     if self._closed:
                         raise trio.EndOfChannel from None
-                    raise TransportError(self._failure or f"{self.name}: input closed under the reader") from None
+                    raise TransportError(
+                        self._failure or f"{self.name}: input closed under the reader"
+                    ) from None
                 finally:
                     self._read_scope = None
             if scope.cancelled_caught and not self._closed:
@@ -768,7 +777,9 @@ class StdioTransport:
             what = f"permission denied: {p.command!r}"
         else:
             what = f"{exc.strerror or exc}"
-        return StdioStartError(f"cannot start MCP server {self.name!r}: {what}", command=p.command, errno=exc.errno)
+        return StdioStartError(
+            f"cannot start MCP server {self.name!r}: {what}", command=p.command, errno=exc.errno
+        )
 
     async def _watch_exit(self) -> None:
         assert self._child is not None
@@ -859,7 +870,11 @@ class StdioTransport:
                     with trio.move_on_after(p.close_grace):
                         await self._exited.wait()
                     if child.group_alive():
-                        why = "did not exit after its stdin closed" if not self._exited.is_set() else "left processes"
+                        why = (
+                            "did not exit after its stdin closed"
+                            if not self._exited.is_set()
+                            else "left processes"
+                        )
                         log.info("%s: %s; sending SIGTERM to process group %d", self.name, why, child.pid)
                         child.signal_group(signal.SIGTERM)
                         await self._wait_group_gone(p.term_grace)

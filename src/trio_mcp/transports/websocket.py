@@ -65,10 +65,10 @@ from .http._security import LOCAL_HOSTS, HostPolicy
 
 __all__ = [
     "SUBPROTOCOL",
-    "WebSocketStream",
     "WebSocketServer",
-    "WebSocketServerSettings",
     "WebSocketServerInfo",
+    "WebSocketServerSettings",
+    "WebSocketStream",
     "WebSocketTransport",
 ]
 
@@ -243,10 +243,9 @@ class WebSocketStream:
             self._writer_scope.cancel()
         # trio-websocket closes the TCP stream in a ``finally`` of aclose: an
         # aclose in an already-cancelled scope does just that, without waiting.
-        with trio.CancelScope(shield=True):
-            with trio.CancelScope() as cut:
-                cut.cancel()
-                await self._ws.aclose(GOING_AWAY, "close timed out")
+        with trio.CancelScope(shield=True), trio.CancelScope() as cut:
+            cut.cancel()
+            await self._ws.aclose(GOING_AWAY, "close timed out")
 
 
 # ------------------------------------------------------------------ server
@@ -286,7 +285,8 @@ class WebSocketServerSettings:
         if self.path is not None and not self.path.startswith("/"):
             raise ValueError("path must start with '/' (or be None: any path)")
         check_positive(
-            self, ("max_message_size", "max_connections", "receive_queue", "handshake_timeout", "close_timeout"),
+            self,
+            ("max_message_size", "max_connections", "receive_queue", "handshake_timeout", "close_timeout"),
             nonnegative=("send_buffer",),
         )
 
@@ -319,7 +319,13 @@ class WebSocketServer:
         **options: Any,
     ) -> None:
         if settings is None:
-            if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+            if "allowed_hosts" not in options and host not in (
+                "127.0.0.1",
+                "localhost",
+                "::1",
+                "0.0.0.0",
+                "::",
+            ):
                 options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
             settings = WebSocketServerSettings(path=path, **options)
         elif options or path != "/mcp":
@@ -350,7 +356,9 @@ class WebSocketServer:
     def statistics(self) -> dict[str, int]:
         return {"connections": len(self._streams), "accepted": self._accepted, "rejected": self._rejected}
 
-    async def run(self, *, task_status: trio.TaskStatus[WebSocketServerInfo] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[WebSocketServerInfo] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         if self._started:
             raise RuntimeError("a WebSocketServer runs once")
         self._started = True
@@ -416,7 +424,9 @@ class WebSocketServer:
                 self._rejected += 1
                 status, text = refusal
                 log.info("websocket handshake refused: %d %s (path %s)", status, text, request.path)
-                await request.reject(status, extra_headers=[(b"content-type", b"text/plain")], body=text.encode())
+                await request.reject(
+                    status, extra_headers=[(b"content-type", b"text/plain")], body=text.encode()
+                )
                 return
             ws = await request.accept(subprotocol=SUBPROTOCOL)
         except trio_websocket.ConnectionClosed:
@@ -426,7 +436,9 @@ class WebSocketServer:
             return
         self._accepted += 1
         s = self.settings
-        stream = WebSocketStream(ws, send_buffer=s.send_buffer, close_timeout=s.close_timeout, name=f"ws:{ws}")
+        stream = WebSocketStream(
+            ws, send_buffer=s.send_buffer, close_timeout=s.close_timeout, name=f"ws:{ws}"
+        )
         self._streams.add(stream)
         try:
             async with trio.open_nursery() as nursery:
@@ -558,4 +570,3 @@ class WebSocketTransport:
             raise TransportError(f"{self.url}: cannot open the WebSocket connection: {cause}") from None
         except OSError as exc:
             raise TransportError(f"{self.url}: cannot open the WebSocket connection: {exc}") from None
-

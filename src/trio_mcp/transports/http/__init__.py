@@ -21,17 +21,17 @@ from ._server import (
 )
 
 __all__ = [
-    "StreamableHttpApp",
+    "LOCAL_HOSTS",
+    "EventStore",
+    "HttpClientSettings",
+    "HttpClientStream",
     "HttpServer",
     "HttpServerInfo",
     "HttpServerSettings",
     "HttpServerStatistics",
     "HttpSessionStream",
-    "close_sse_stream",
-    "StreamableHttpTransport",
-    "HttpClientStream",
-    "HttpClientSettings",
-    "EventStore",
     "MemoryEventStore",
-    "LOCAL_HOSTS",
+    "StreamableHttpApp",
+    "StreamableHttpTransport",
+    "close_sse_stream",
 ]

@@ -59,7 +59,7 @@ from .._base import TransportClosed, TransportError
 from ._headers import PARAM_PREFIX, modern_headers
 from ._sse import SseDecoder, SseError
 
-__all__ = ["StreamableHttpTransport", "HttpClientStream", "HttpClientSettings"]
+__all__ = ["HttpClientSettings", "HttpClientStream", "StreamableHttpTransport"]
 
 log = logging.getLogger("trio_mcp.http.client")
 
@@ -101,7 +101,7 @@ class HttpClientSettings:
 
 
 class _InitResult(Struct):
-    protocolVersion: Any = None  # noqa: N815 - wire name
+    protocolVersion: Any = None
 
 
 class _SessionExpired(Exception):
@@ -293,8 +293,12 @@ class HttpClientStream:
         if status >= 400:
             # The server refused a notification/response: there is nothing
             # to answer on the JSON-RPC level; log it and carry on.
-            log.warning("POST of %s refused: HTTP %d %s", _describe_message(message), status,
-                        body[:200].decode("utf-8", "replace"))
+            log.warning(
+                "POST of %s refused: HTTP %d %s",
+                _describe_message(message),
+                status,
+                body[:200].decode("utf-8", "replace"),
+            )
 
     async def _request_task(self, message: Any, ids: list[int | str], mirrored: dict[str, str]) -> None:
         expect = set(ids)
@@ -337,7 +341,9 @@ class HttpClientStream:
                 self._session_from(response)
             ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
             if status == 202 or not ctype:
-                await self._answer_errors(expect, f"the server accepted the request (HTTP {status}) but sent no answer")
+                await self._answer_errors(
+                    expect, f"the server accepted the request (HTTP {status}) but sent no answer"
+                )
                 return
             if ctype == "application/json":
                 frame = decode(await self._read_limited(response))
@@ -370,7 +376,9 @@ class HttpClientStream:
                 await self._push(error_response(ident, InternalError(f"HTTP {response.status_code}: {text}")))
         expect.clear()
 
-    async def _read_sse(self, response: httpx.Response, decoder: SseDecoder, expect: set[int | str] | None) -> bool:
+    async def _read_sse(
+        self, response: httpx.Response, decoder: SseDecoder, expect: set[int | str] | None
+    ) -> bool:
         """Read events until the stream ends or (POST streams) every expected
         answer came. Returns whether an event arrived. A broken connection
         or a silent one (``sse_read_timeout``) just ends the reading."""
@@ -525,7 +533,9 @@ class HttpClientStream:
         self._closed.set()
 
     async def _delete(self) -> None:
-        if self.session_id is None or (self._failure is not None and self._failure.reason == "session expired"):
+        if self.session_id is None or (
+            self._failure is not None and self._failure.reason == "session expired"
+        ):
             return
         try:
             await self._client.delete(self.url, headers=self._headers())
@@ -559,7 +569,6 @@ def _discard(expect: set[int | str], item: Any) -> None:
         pass
 
 
-
 def _describe_message(message: Any) -> str:
     method = getattr(message, "method", None)
     return method if method else type(message).__name__
@@ -585,7 +594,9 @@ class StreamableHttpTransport:
     ) -> None:
         self.url = url
         self.headers = {k.lower(): v for k, v in (headers or {}).items()}
-        self.settings = attrs.evolve(settings, **options) if settings is not None else HttpClientSettings(**options)
+        self.settings = (
+            attrs.evolve(settings, **options) if settings is not None else HttpClientSettings(**options)
+        )
         self._http_client = http_client
         self.stream: HttpClientStream | None = None
 

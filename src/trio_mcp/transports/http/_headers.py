@@ -46,21 +46,21 @@ from ...protocol import META_PROTOCOL_VERSION, MODERN_VERSIONS, Notification, Re
 
 __all__ = [
     "METHOD_HEADER",
-    "NAME_HEADER",
     "NAME_BEARING",
+    "NAME_HEADER",
+    "PARAM_HEADERS",
     "PARAM_PREFIX",
     "X_MCP_HEADER",
-    "PARAM_HEADERS",
-    "ParamHeaders",
     "InvalidParamHeader",
-    "modern_headers",
-    "header_mismatch",
-    "encode_header_value",
-    "decode_header_value",
-    "param_header_map",
-    "param_headers",
-    "param_header_mismatch",
+    "ParamHeaders",
     "call_param_headers",
+    "decode_header_value",
+    "encode_header_value",
+    "header_mismatch",
+    "modern_headers",
+    "param_header_map",
+    "param_header_mismatch",
+    "param_headers",
 ]
 
 METHOD_HEADER: Final = "mcp-method"
@@ -83,14 +83,32 @@ _INTEGRAL: Final = re.compile(r"^-?[0-9]+(?:\.0+)?$")
 
 # JSON Schema keywords whose values are subschemas, by shape. ``properties``
 # is walked apart: it alone keeps a property statically reachable.
-_ONE_SCHEMA: Final = frozenset({
-    "items", "additionalItems", "contains", "additionalProperties", "propertyNames",
-    "unevaluatedItems", "unevaluatedProperties", "not", "if", "then", "else", "contentSchema",
-})
+_ONE_SCHEMA: Final = frozenset(
+    {
+        "items",
+        "additionalItems",
+        "contains",
+        "additionalProperties",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contentSchema",
+    }
+)
 _SCHEMA_LIST: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
-_SCHEMA_MAP: Final = frozenset({
-    "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions",
-})
+_SCHEMA_MAP: Final = frozenset(
+    {
+        "patternProperties",
+        "dependentSchemas",
+        "dependencies",
+        "$defs",
+        "definitions",
+    }
+)
 
 
 def encode_header_value(value: str) -> str:

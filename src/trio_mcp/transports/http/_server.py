@@ -114,18 +114,16 @@ from ...protocol import (
     HANDSHAKE_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
-    HeaderMismatch,
-    InvalidParams,
-    McpError,
-    MethodNotFound,
-    lookup,
-    method_available,
     MODERN_VERSIONS,
     V2025_03_26,
     V2025_11_25,
     ErrorResponse,
     Frame,
+    HeaderMismatch,
     InvalidMessage,
+    InvalidParams,
+    McpError,
+    MethodNotFound,
     Notification,
     Request,
     Response,
@@ -133,6 +131,8 @@ from ...protocol import (
     decode,
     encode,
     error_response,
+    lookup,
+    method_available,
 )
 from .._asgi import (
     AsgiApp,
@@ -163,13 +163,13 @@ from ._security import LOCAL_HOSTS, HostPolicy
 from ._sse import PING, format_event, format_retry
 
 __all__ = [
-    "close_sse_stream",
-    "StreamableHttpApp",
     "HttpServer",
-    "HttpServerSettings",
     "HttpServerInfo",
-    "HttpSessionStream",
+    "HttpServerSettings",
     "HttpServerStatistics",
+    "HttpSessionStream",
+    "StreamableHttpApp",
+    "close_sse_stream",
 ]
 
 log = logging.getLogger("trio_mcp.http.server")
@@ -204,7 +204,9 @@ def _envelope_problem(request: Request) -> tuple[int, McpError] | None:
     except (msgspec.ValidationError, msgspec.DecodeError):
         meta = None
     if not isinstance(meta, dict):
-        return 400, InvalidParams("params._meta must be an object carrying the protocol version and client capabilities")
+        return 400, InvalidParams(
+            "params._meta must be an object carrying the protocol version and client capabilities"
+        )
     missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
     if missing:
         return 400, InvalidParams(f"params._meta is missing {', '.join(missing)}")
@@ -249,7 +251,9 @@ def _removed_method(request: Request) -> tuple[int, McpError] | None:
     if lookup(request.method) is not None and not method_available(
         request.method, MODERN_VERSIONS[-1], sender="client"
     ):
-        return 404, MethodNotFound(f"Method not found: {request.method} (not part of protocol {MODERN_VERSIONS[-1]})")
+        return 404, MethodNotFound(
+            f"Method not found: {request.method} (not part of protocol {MODERN_VERSIONS[-1]})"
+        )
     return None
 
 
@@ -300,11 +304,22 @@ class HttpServerSettings:
     def __attrs_post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError("path must start with '/'")
-        check_positive(self, (
-            "max_body_size", "max_sessions", "inbound_queue", "enqueue_timeout", "sse_buffer",
-            "write_timeout", "standalone_backlog", "ping_interval", "retry_interval", "store_timeout",
-            "completed_stream_retention",
-        ))
+        check_positive(
+            self,
+            (
+                "max_body_size",
+                "max_sessions",
+                "inbound_queue",
+                "enqueue_timeout",
+                "sse_buffer",
+                "write_timeout",
+                "standalone_backlog",
+                "ping_interval",
+                "retry_interval",
+                "store_timeout",
+                "completed_stream_retention",
+            ),
+        )
         if self.session_idle_timeout is not None and self.session_idle_timeout <= 0:
             raise ValueError("HttpServerSettings.session_idle_timeout must be positive or None")
 
@@ -339,7 +354,7 @@ class _Conn:
     stream is complete; ``complete`` tells the consumer it may forget it.
     """
 
-    __slots__ = ("send", "recv", "sse_ok", "complete")
+    __slots__ = ("complete", "recv", "send", "sse_ok")
 
     def __init__(self, buffer: int, sse_ok: bool) -> None:
         self.send, self.recv = trio.open_memory_channel[tuple[Any, ...]](buffer)
@@ -357,7 +372,9 @@ class _NoWire:
     anything else has nowhere to go."""
 
     async def send(self, message: Any) -> None:
-        raise TransportClosed("a stateless request's server session speaks only through that request's answer")
+        raise TransportClosed(
+            "a stateless request's server session speaks only through that request's answer"
+        )
 
     async def receive(self) -> Frame:
         await trio.lowlevel.checkpoint()
@@ -376,7 +393,9 @@ class _InlineAnswer:
 
     __slots__ = ("app", "lock", "mode", "nursery", "send", "sse_ok", "started")
 
-    def __init__(self, app: StreamableHttpApp, send: Send, mode: Mode, sse_ok: bool, nursery: trio.Nursery) -> None:
+    def __init__(
+        self, app: StreamableHttpApp, send: Send, mode: Mode, sse_ok: bool, nursery: trio.Nursery
+    ) -> None:
         self.app = app
         self.send = send
         self.mode: Mode = mode
@@ -682,10 +701,17 @@ class HttpSessionStream:
     def owns(self, stream_id: str) -> bool:
         return stream_id.partition(".")[0] == self._tag
 
-    def _new_stream(self, *, standalone: bool, mode: Mode, pending: Iterable[int | str] = (), batch: bool = False) -> _OutStream:
+    def _new_stream(
+        self, *, standalone: bool, mode: Mode, pending: Iterable[int | str] = (), batch: bool = False
+    ) -> _OutStream:
         self._counter += 1
         stream = _OutStream(
-            self, f"{self._tag}.{self._counter}", standalone=standalone, mode=mode, pending=pending, batch=batch
+            self,
+            f"{self._tag}.{self._counter}",
+            standalone=standalone,
+            mode=mode,
+            pending=pending,
+            batch=batch,
         )
         self.streams[stream.id] = stream
         return stream
@@ -855,7 +881,7 @@ class HttpSessionStream:
 
 
 class _VersionOnly(Struct):
-    protocolVersion: Any = None  # noqa: N815 - wire name
+    protocolVersion: Any = None
 
 
 # -------------------------------------------------------------------- app
@@ -883,8 +909,6 @@ def _media_types(value: str | None) -> set[str]:
 def _accepts(types: set[str], media: str) -> bool:
     major = media.partition("/")[0]
     return media in types or f"{major}/*" in types or "*/*" in types
-
-
 
 
 class StreamableHttpApp(AsgiApp):
@@ -955,7 +979,9 @@ class StreamableHttpApp(AsgiApp):
 
     # ------------------------------------------------------------ lifecycle
 
-    async def run(self, *, task_status: trio.TaskStatus[StreamableHttpApp] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[StreamableHttpApp] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Host the sessions until :meth:`aclose` (or cancellation)."""
         if self._running:
             raise RuntimeError("a StreamableHttpApp runs once at a time")
@@ -1104,12 +1130,16 @@ class StreamableHttpApp(AsgiApp):
                 name = f"http:{(session.id or 'stateless')[:8]}"
                 if self._shared is not None:
                     app = self._shared
-                    await ServerSession(app, session, limits=app.limits, name=name).run(task_status=task_status)
+                    await ServerSession(app, session, limits=app.limits, name=name).run(
+                        task_status=task_status
+                    )
                 else:
                     assert self._factory is not None
                     app = self._factory()
                     async with app.running():
-                        await ServerSession(app, session, limits=app.limits, name=name).run(task_status=task_status)
+                        await ServerSession(app, session, limits=app.limits, name=name).run(
+                            task_status=task_status
+                        )
         finally:
             self._end_session(session, "session finished")
             stored, session.stored_streams = list(session.stored_streams), set()
@@ -1118,8 +1148,6 @@ class StreamableHttpApp(AsgiApp):
                     await self._forget(stored)
 
     # ----------------------------------------------------------------- ASGI
-
-
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_map(scope)
@@ -1155,11 +1183,11 @@ class StreamableHttpApp(AsgiApp):
         version = headers.get(VERSION_HEADER)
         if version is not None and version.strip() not in HANDSHAKE_VERSIONS:
             raise HttpError(
-                400, f"Bad Request: unsupported MCP-Protocol-Version {version.strip()!r}; "
-                f"supported: {', '.join(HANDSHAKE_VERSIONS)}"
+                400,
+                f"Bad Request: unsupported MCP-Protocol-Version {version.strip()!r}; "
+                f"supported: {', '.join(HANDSHAKE_VERSIONS)}",
             )
         return session
-
 
     # ------------------------------------------------------------------ POST
 
@@ -1203,13 +1231,17 @@ class StreamableHttpApp(AsgiApp):
                 await respond(send, 202, b"")
                 return
             if batch:
-                raise HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
+                raise HttpError(
+                    400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
+                )
             # The validation ladder of a stateless request, first failure wins:
             # _meta envelope (-32602), mirrored headers (-32020), the method
             # exists in this era (404, -32601); the session checks the version
             # (-32022) and capabilities (-32021), answered with HTTP 400.
             request = requests[0]
-            rejection = _envelope_problem(request) or _header_problem(headers, request) or _removed_method(request)
+            rejection = (
+                _envelope_problem(request) or _header_problem(headers, request) or _removed_method(request)
+            )
             if rejection is not None:
                 status, error = rejection
                 await respond(send, status, encode(error_response(request.id, error)))
@@ -1232,7 +1264,9 @@ class StreamableHttpApp(AsgiApp):
         else:
             session = self._session_for(headers)
             if batch and (session.protocol_version or V2025_03_26) > V2025_03_26:
-                raise HttpError(400, "Invalid Request: batches are not allowed in this protocol version", code=-32600)
+                raise HttpError(
+                    400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
+                )
         try:
             await self._post_session(session, frame, requests, batch, is_init, json_ok, sse_ok, receive, send)
         finally:
@@ -1450,7 +1484,14 @@ class StreamableHttpApp(AsgiApp):
         # away (the answer is written once, to whoever is there); an SSE
         # stream, or a stateless request (whose end cancels it), does.
         await self._pump(
-            session, stream, conn, [], receive, send, sse_now=mode == "sse", watch=mode == "sse" or session.id is None
+            session,
+            stream,
+            conn,
+            [],
+            receive,
+            send,
+            sse_now=mode == "sse",
+            watch=mode == "sse" or session.id is None,
         )
         if session.id is None and not conn.complete:
             # A stateless request whose client went away: nobody can resume it.
@@ -1488,7 +1529,9 @@ class StreamableHttpApp(AsgiApp):
                     initial = await session.events_after(last) or []
                     conn.complete = True
                     conn.send.close()
-                    await self._pump(session, None, conn, initial, receive, send, sse_now=True, forget=stream_id)
+                    await self._pump(
+                        session, None, conn, initial, receive, send, sse_now=True, forget=stream_id
+                    )
                     return
         if stream is None:
             current = session.standalone
@@ -1597,7 +1640,9 @@ class StreamableHttpApp(AsgiApp):
                         await last_write(None, b"")
                         finished = True
                     elif not finished:
-                        await last_write(404, error_body(-32000, "Session ended before the request was answered"))
+                        await last_write(
+                            404, error_body(-32000, "Session ended before the request was answered")
+                        )
                         finished = True
                 except trio.TooSlowError:
                     pass  # the client does not read: drop the connection, it can resume
@@ -1614,11 +1659,13 @@ class StreamableHttpApp(AsgiApp):
             if stream is not None:
                 stream.detach(conn)
             if finished and conn.complete:
-                target = forget if forget is not None else (stream.id if stream is not None and not stream.standalone else None)
+                target = (
+                    forget
+                    if forget is not None
+                    else (stream.id if stream is not None and not stream.standalone else None)
+                )
                 if target is not None:
                     self._forget_later(session, target)
-
-
 
 
 async def close_sse_stream(context: Any) -> bool:
@@ -1665,7 +1712,13 @@ class HttpServer:
         **options: Any,
     ) -> None:
         if settings is None:
-            if "allowed_hosts" not in options and host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+            if "allowed_hosts" not in options and host not in (
+                "127.0.0.1",
+                "localhost",
+                "::1",
+                "0.0.0.0",
+                "::",
+            ):
                 options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
             settings = HttpServerSettings(path=path, **options)
         else:
@@ -1720,10 +1773,11 @@ class HttpServer:
         return self.asgi.statistics()
 
 
-async def _serve(serve: Any, app: Any, config: Any, trigger: Any, *, task_status: trio.TaskStatus[Any]) -> None:
+async def _serve(
+    serve: Any, app: Any, config: Any, trigger: Any, *, task_status: trio.TaskStatus[Any]
+) -> None:
     await serve(app, config, shutdown_trigger=trigger, task_status=task_status)
 
 
 def _port_of(bind: str) -> int:
     return int(bind.rpartition(":")[2])
-

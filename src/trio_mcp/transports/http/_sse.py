@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["SseEvent", "SseDecoder", "SseError", "format_event", "format_retry", "PING"]
+__all__ = ["PING", "SseDecoder", "SseError", "SseEvent", "format_event", "format_retry"]
 
 #: A comment line: keeps idle connections alive and finds dead ones.
 PING = b": ping\n\n"
