@@ -11,7 +11,7 @@
 Both servers (``benchmarks/servers/``) serve one tool, ``async def echo(text:
 str) -> str`` with ``structured_output=False``, over Streamable HTTP on
 127.0.0.1, each in its own process on a port chosen at run time:
-``trio_http_server.py`` (project venv; ``trio_mcp.transports.http.HttpServer``,
+``trio_http_server.py`` (project venv; ``trio_mcp.serving.http.HttpServer``,
 hypercorn's trio worker) and ``sdk_http_server.py`` (``.cache/sdk-venv``, made
 by ``bash scripts/setup-interop``; ``MCPServer.streamable_http_app`` on
 uvicorn, as ``MCPServer.run("streamable-http")`` serves it). The clients:

@@ -307,7 +307,7 @@ def json_schema_2020_12_tool(
 async def test_reconnection(ctx: Context) -> str:
     """Over Streamable HTTP, closes this call's SSE stream mid-call (SEP-1699):
     the client reconnects with Last-Event-ID and still gets the answer."""
-    from trio_mcp.transports.http import close_sse_stream
+    from trio_mcp.serving.http import close_sse_stream
 
     await close_sse_stream(ctx)  # a no-op on other transports
     await trio.sleep(0.1)
@@ -623,7 +623,7 @@ async def serve_stdio() -> None:
 
 async def serve_http(port: int) -> None:
     """Serve :data:`app` over Streamable HTTP on 127.0.0.1 (what the conformance suite drives)."""
-    from trio_mcp.transports.http import HttpServer
+    from trio_mcp.serving.http import HttpServer
 
     async with app.running(), trio.open_nursery() as nursery:
         info = await nursery.start(HttpServer(app, port=port).run)

@@ -3,6 +3,8 @@
 import trio_mcp
 import trio_mcp.protocol
 import trio_mcp.server
+import trio_mcp.serving
+import trio_mcp.serving.http
 import trio_mcp.supervision
 import trio_mcp.testing
 import trio_mcp.transports
@@ -55,6 +57,8 @@ def test_every_export_exists_and_public_classes_are_documented() -> None:
         trio_mcp,
         trio_mcp.protocol,
         trio_mcp.server,
+        trio_mcp.serving,
+        trio_mcp.serving.http,
         trio_mcp.supervision,
         trio_mcp.testing,
         trio_mcp.transports,

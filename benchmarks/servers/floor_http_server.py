@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/servers/floor_http_server.py
     .venv/bin/python benchmarks/servers/floor_http_server.py --port 8000
 
-hypercorn's trio worker, configured as :class:`trio_mcp.transports.http.HttpServer`
+hypercorn's trio worker, configured as :class:`trio_mcp.serving.http.HttpServer`
 configures it (bind, ``graceful_timeout``, no access log, error log to a
 logger), on 127.0.0.1 (a free port unless ``--port``), serving an ASGI app that
 does no MCP work at all: it reads the request body and answers every request

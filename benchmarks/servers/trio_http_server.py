@@ -6,7 +6,7 @@
 
 One tool, ``async def echo(text: str) -> str`` with ``structured_output=False``
 (a single text block, as on the SDK side), served by
-:class:`trio_mcp.transports.http.HttpServer` on 127.0.0.1 (a free port unless
+:class:`trio_mcp.serving.http.HttpServer` on 127.0.0.1 (a free port unless
 ``--port``) with ``json_response=True`` (``--sse``: ``False``; ``--auto``:
 ``None``). Prints ``url <url>`` on stdout once it listens, then serves until
 SIGINT/SIGTERM or until its stdin closes (so it never outlives the benchmark
@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     import trio
 
     from trio_mcp.server import MCPServer
-    from trio_mcp.transports.http import HttpServer
+    from trio_mcp.serving.http import HttpServer
 
     app = MCPServer("bench-echo", "1.0")
 

@@ -55,7 +55,8 @@ from trio_mcp.auth._discovery import (
     resource_matches,
 )
 from trio_mcp.server import MCPServer
-from trio_mcp.transports.http import HttpServerSettings, StreamableHttpApp, StreamableHttpTransport
+from trio_mcp.serving.http import HttpServerSettings, StreamableHttpApp
+from trio_mcp.transports.http import StreamableHttpTransport
 
 TIMEOUT = 15.0
 Scope = dict[str, Any]

@@ -15,8 +15,9 @@ import trio.testing
 from trio_mcp import ConnectionClosed
 from trio_mcp.actors import Connected, Connection, ConnectionSettings, Disconnected
 from trio_mcp.server import MCPServer
+from trio_mcp.serving.http import HttpServer
 from trio_mcp.supervision import Backoff
-from trio_mcp.transports.http import HttpServer, StreamableHttpTransport
+from trio_mcp.transports.http import StreamableHttpTransport
 from trio_mcp.transports.websocket import WebSocketServer, WebSocketTransport
 
 TIMEOUT = 20.0

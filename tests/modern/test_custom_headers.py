@@ -41,7 +41,8 @@ from trio_mcp.protocol import (
 )
 from trio_mcp.server import Context, LowLevelServer, MCPServer
 from trio_mcp.server._lowlevel import paginate
-from trio_mcp.transports.http import HttpServer, StreamableHttpTransport
+from trio_mcp.serving.http import HttpServer
+from trio_mcp.transports.http import StreamableHttpTransport
 from trio_mcp.transports.http._headers import (
     PARAM_HEADERS,
     InvalidParamHeader,

@@ -32,7 +32,8 @@ from trio_mcp.protocol import (
     raw_or_none,
 )
 from trio_mcp.server import MCPServer
-from trio_mcp.transports.http import HttpServerSettings, StreamableHttpApp, StreamableHttpTransport
+from trio_mcp.serving.http import HttpServerSettings, StreamableHttpApp
+from trio_mcp.transports.http import StreamableHttpTransport
 
 from .conftest import MODERN, TIMEOUT, discover_result, error_of, initialize_result, open_raw_server, text_of
 

@@ -23,16 +23,9 @@ from trio_mcp.protocol import (
     TextContent,
 )
 from trio_mcp.server import Context, MCPServer
+from trio_mcp.serving.http import HttpServer, HttpServerSettings, StreamableHttpApp, close_sse_stream
 from trio_mcp.transports import TransportError
-from trio_mcp.transports.http import (
-    HttpClientSettings,
-    HttpClientStream,
-    HttpServer,
-    HttpServerSettings,
-    StreamableHttpApp,
-    StreamableHttpTransport,
-    close_sse_stream,
-)
+from trio_mcp.transports.http import HttpClientSettings, HttpClientStream, StreamableHttpTransport
 
 TIMEOUT = 10.0
 FAST = {"default_retry": 0.05, "max_reconnects": 3}

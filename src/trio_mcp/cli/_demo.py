@@ -159,8 +159,9 @@ async def run_fleet(*, calls: int = 300, out: Any = print) -> dict[str, int]:
         open_session,
     )
     from ..gateway import Gateway
+    from ..serving.http import HttpServer
     from ..supervision import Backoff
-    from ..transports.http import HttpServer, StreamableHttpTransport
+    from ..transports.http import StreamableHttpTransport
     from ..transports.stdio import StdioServerParameters, StdioTransport
 
     settings = ConnectionSettings(

@@ -103,7 +103,7 @@ async def serve(app: Any, transport: str, *, host: str, port: int, path: str, ou
     with collapse_groups():
         async with app.running(), trio.open_nursery() as nursery:
             if transport == "http":
-                from ..transports.http import HttpServer
+                from ..serving.http import HttpServer
 
                 info = await nursery.start(HttpServer(app, host=host, port=port, path=path).run)
             elif transport == "sse":

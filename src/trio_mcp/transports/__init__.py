@@ -3,6 +3,7 @@
 Every transport implements :class:`MessageStream`. The network transports
 live in their own modules (``transports.http``, ``transports.sse``,
 ``transports.websocket``) and are imported on use, to keep start-up fast.
+The Streamable HTTP server, which hosts sessions, is in :mod:`trio_mcp.serving`.
 """
 
 from ._base import RELATED_REQUEST, MessageStream, TransportClosed, TransportError
@@ -20,13 +21,7 @@ from .stdio import (
 #: Names served lazily from the network transports (their imports cost ~100 ms).
 _LAZY = {
     "StreamableHttpTransport": "http",
-    "HttpServer": "http",
-    "StreamableHttpApp": "http",
-    "HttpServerSettings": "http",
     "HttpClientSettings": "http",
-    "EventStore": "http",
-    "MemoryEventStore": "http",
-    "close_sse_stream": "http",
     "SseServer": "sse",
     "SseApp": "sse",
     "SseServerSettings": "sse",

@@ -26,7 +26,7 @@ from trio_mcp.protocol import (
 )
 from trio_mcp.server import Context, LowLevelServer, MCPServer
 
-from .test_http_server import (
+from .test_server import (
     ACCEPT_BOTH,
     TIMEOUT,
     SseDecoder,

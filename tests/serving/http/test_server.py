@@ -15,7 +15,7 @@ import trio
 
 from trio_mcp.protocol import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from trio_mcp.server import Context, MCPServer
-from trio_mcp.transports.http import (
+from trio_mcp.serving.http import (
     HttpServer,
     HttpServerSettings,
     MemoryEventStore,
@@ -657,7 +657,7 @@ async def test_stateless_requests_must_mirror_their_body_in_headers(
 ) -> None:
     """2026-07-28: Mcp-Method, Mcp-Name and MCP-Protocol-Version mirror the body;
     a missing or mismatching one is HTTP 400 with JSON-RPC error -32020."""
-    async with serving() as (server, url), http() as client:
+    async with serving() as (_server, url), http() as client:
         with trio.fail_after(TIMEOUT):
             meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
             request = {
@@ -690,7 +690,7 @@ async def test_stateless_requests_must_mirror_their_body_in_headers(
 
 async def test_stateless_subscriptions_listen_streams_on_its_post() -> None:
     app = make_app()
-    async with serving(app) as (server, url), http() as client:
+    async with serving(app) as (_server, url), http() as client:
         with trio.fail_after(TIMEOUT):
             meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
             listen = {
@@ -847,9 +847,9 @@ async def test_idle_sessions_expire(autojump_clock: trio.testing.MockClock) -> N
         status, _, _ = await asgi_call(asgi, "POST", ping, {"mcp-session-id": sid})
         assert status == 200  # and the session is active again
         await trio.sleep(50)
-        assert sid in asgi.sessions
+        assert await asgi.registry.get(sid) is not None
         await trio.sleep(30)
-        assert sid not in asgi.sessions
+        assert await asgi.registry.get(sid) is None
         assert asgi.statistics().sessions_expired == 1
         status, _, _ = await asgi_call(asgi, "POST", ping, {"mcp-session-id": sid})
         assert status == 404
@@ -874,5 +874,6 @@ async def test_a_client_that_stops_reading_loses_its_stream_not_the_session(
         assert trio.current_time() - start == pytest.approx(5)  # dropped after write_timeout
         # The session lives on; a new GET stream works.
         app.add_tool(lambda: "x", name="x")
-        assert asgi.sessions[sid].standalone.conn is None
+        session = await asgi.registry.get(sid)
+        assert session is not None and session.standalone.conn is None
         await asgi.aclose()

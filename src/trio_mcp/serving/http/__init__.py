@@ -1,0 +1,37 @@
+"""The Streamable HTTP server (MCP 2025-03-26 .. 2025-11-25, and the
+stateless 2026-07-28 requests on the same endpoint).
+
+:class:`StreamableHttpApp` is the ASGI 3 app, :class:`HttpServer` runs it on
+hypercorn's trio worker. Sessions are found through a
+:class:`SessionRegistry` (:class:`MemorySessionRegistry` by default);
+resumable SSE streams keep their events in an :class:`EventStore`
+(:class:`MemoryEventStore` by default).
+
+Modules: ``_app`` (the ASGI app: routing, lifecycle), ``_post`` / ``_get``
+(the handlers of each HTTP method), ``_session`` (one session's
+MessageStream and routing), ``_streams`` (its SSE streams), ``_sessions``
+(the registry), ``_eventstore``, ``_stateless`` (2026-07-28 requests),
+``_config`` (settings), ``_server`` (hypercorn).
+"""
+
+from ._app import StreamableHttpApp
+from ._config import HttpServerInfo, HttpServerSettings, HttpServerStatistics
+from ._eventstore import EventStore, MemoryEventStore, StoredEvent
+from ._server import HttpServer
+from ._session import HttpSessionStream, close_sse_stream
+from ._sessions import MemorySessionRegistry, SessionRegistry
+
+__all__ = [
+    "EventStore",
+    "HttpServer",
+    "HttpServerInfo",
+    "HttpServerSettings",
+    "HttpServerStatistics",
+    "HttpSessionStream",
+    "MemoryEventStore",
+    "MemorySessionRegistry",
+    "SessionRegistry",
+    "StoredEvent",
+    "StreamableHttpApp",
+    "close_sse_stream",
+]

@@ -1,0 +1,402 @@
+"""The Streamable HTTP server transport (MCP 2025-03-26 .. 2025-11-25).
+
+:class:`StreamableHttpApp` is an ASGI 3 application serving one MCP
+endpoint; :class:`HttpServer` runs it on hypercorn's trio worker.
+
+One endpoint, three methods:
+
+* ``POST`` carries one JSON-RPC message (or, in 2025-03-26, a batch).
+  Notifications and responses are accepted with ``202``. Requests are
+  answered on the same HTTP response, as ``application/json`` or as a
+  ``text/event-stream`` on which the handler's own notifications and
+  server-to-client requests travel before the answer (see *Routing*).
+* ``GET`` opens the session's standalone SSE stream for server-initiated
+  messages (one at a time: ``409`` while one is open), or, with
+  ``Last-Event-ID``, resumes a broken stream.
+* ``DELETE`` ends the session.
+
+Sessions
+--------
+``initialize`` creates a session: a :class:`~trio_mcp.server.ServerSession`
+over a per-session :class:`MessageStream` (:class:`HttpSessionStream`); its
+id comes back in ``Mcp-Session-Id`` and every later request must carry it
+(``400`` without, ``404`` once it is unknown or ended: the client then
+initializes again). ``MCP-Protocol-Version`` is checked on every later
+request (``400`` for a version this server does not speak; absent means
+the negotiated one). Stateless requests of the 2026-07-28 era (version in
+the header or in ``_meta``, no session id) are served in the POST's own
+ASGI task by the app's one stateless server session (no session actor per
+request; :meth:`~trio_mcp.actors.Peer.serve_inline`): the handler's
+notifications go on that POST's stream (JSON-only answers drop them, and
+count them), the client going away cancels the handler, and a
+server-to-client request fails it at once. ``subscriptions/listen``, and
+every stateless request of an app made per session, gets a fresh session
+that lives as long as that one POST, everything it sends travelling on
+that POST's stream.
+Their headers must mirror the body (``Mcp-Method``, ``Mcp-Name``…; a
+``tools/call`` also the ``Mcp-Param-*`` of the tool's ``x-mcp-header``
+annotations, checked against the input schema the app lists for that tool):
+``400`` and -32020 otherwise (see :mod:`._headers`).
+
+Routing (server to client)
+--------------------------
+The session's ``send`` routes every message:
+
+* a response goes to the POST that carried its request;
+* a request or notification sent while a request handler runs (the peer
+  sets :data:`~trio_mcp.transports.RELATED_REQUEST`) goes on that request's
+  POST stream, which becomes an SSE stream if it was not one yet;
+* anything else, or a related message whose POST is answered as JSON, goes
+  to the standalone (GET) stream.
+
+Response format: with ``json_response=None`` (the default, *auto*) a POST is
+answered as JSON when the answer comes first, and upgraded to SSE when a
+related message comes first (if the client accepts SSE); ``True`` always
+answers JSON (related messages go to the GET stream); ``False`` always
+answers SSE.
+
+Buffering and bounds (all in :class:`HttpServerSettings`)
+---------------------------------------------------------
+* POST bodies enter the session through a bounded queue
+  (``inbound_queue``); a POST that cannot enqueue within
+  ``enqueue_timeout`` gets ``503``.
+* Each SSE connection has a bounded event queue (``sse_buffer``). A
+  ``send`` waits for room at most ``write_timeout``; a client that reads
+  too slowly loses its connection (it resumes from the event store), it
+  never blocks the session for longer.
+* Every event of an SSE stream is stored first in the :class:`EventStore`
+  (bounded; default :class:`MemoryEventStore`), which gives it its id.
+  A GET with ``Last-Event-ID`` replays what followed on that stream and
+  then carries on live if the stream is still open (a POST stream whose
+  connection broke keeps collecting its handler's messages and its answer).
+  A resuming connection takes the stream over from an old one the server
+  has not seen die yet (no ``409`` for a resumption). A completed POST
+  stream stays in the store ``completed_stream_retention`` seconds (a
+  write to a dead connection succeeds: the client may still resume), and
+  a session's streams are forgotten when it ends. SSE streams start with
+  a priming event (an id, no data) and a ``retry`` hint from 2025-11-25
+  on; a handler can end its POST's HTTP response early with
+  :func:`close_sse_stream` (SEP-1699 polling) and the client resumes.
+* Without a GET stream: messages for the standalone stream wait in a
+  bounded backlog (``standalone_backlog``, oldest dropped first and
+  counted) until the first GET stream opens, which receives them. Once a
+  GET stream has been open and is gone, messages are kept only in the event
+  store, for a resumption with ``Last-Event-ID``; a fresh GET (no
+  ``Last-Event-ID``) starts a new stream. Without an event store they are
+  dropped and counted (``statistics().messages_dropped``).
+
+Security: ``Host`` and ``Origin`` are checked against allow-lists (default:
+the loopback names, any port): ``421`` for a host, ``403`` for an origin
+not allowed. :class:`HttpServer` binds 127.0.0.1 by default.
+
+Shutdown: closing the app (``aclose`` / cancelling ``run``) ends every
+session and every SSE stream at once; :meth:`HttpServer.stop` then stops
+the listener within ``graceful_timeout``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+import trio
+
+from ...actors._server import ServerSession
+from ...protocol import HANDSHAKE_VERSIONS
+from ...transports._asgi import AsgiApp, HttpError, Receive, Scope, Send, error_body, header_map, respond
+from ...transports.http._security import HostPolicy
+from ._config import (
+    DEFAULT_STORE,
+    SESSION_HEADER,
+    VERSION_HEADER,
+    HttpServerSettings,
+    HttpServerStatistics,
+)
+from ._eventstore import EventStore, MemoryEventStore
+from ._get import handle_delete, handle_get
+from ._post import handle_post
+from ._session import HttpSessionStream
+from ._sessions import MemorySessionRegistry, SessionRegistry
+from ._stateless import StatelessPath
+
+__all__ = ["StreamableHttpApp"]
+
+log = logging.getLogger("trio_mcp.http.server")
+
+
+class StreamableHttpApp(AsgiApp):
+    """The Streamable HTTP endpoint as an ASGI 3 application.
+
+    ``app`` is a :class:`~trio_mcp.server.LowLevelServer` (or
+    :class:`~trio_mcp.server.MCPServer`) shared by all sessions, or a
+    zero-argument factory returning a fresh one per session.
+
+    Sessions run in the nursery of :meth:`run` (``await
+    nursery.start(app.run)``); when served by a plain ASGI server the app
+    runs itself inside the ASGI lifespan instead.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        settings: HttpServerSettings | None = None,
+        event_store: EventStore | None | str = DEFAULT_STORE,
+        registry: SessionRegistry | None = None,
+        **options: Any,
+    ) -> None:
+        if settings is None:
+            settings = HttpServerSettings(**options)
+        elif options:
+            settings = attrs.evolve(settings, **options)
+        self.settings = settings
+        if hasattr(app, "start_session") and hasattr(app, "request_handlers"):
+            self._shared: Any = app
+            self._factory: Callable[[], Any] | None = None
+        elif callable(app):
+            self._shared = None
+            self._factory = app
+        else:
+            raise TypeError("app must be a LowLevelServer / MCPServer or a factory returning one")
+        if isinstance(event_store, str):
+            if event_store != DEFAULT_STORE:
+                raise ValueError(f"event_store must be an EventStore, None or {DEFAULT_STORE!r}")
+            self.event_store: EventStore | None = MemoryEventStore()
+        else:
+            self.event_store = event_store
+        self._policy = HostPolicy(settings.allowed_hosts, settings.allowed_origins)
+        #: Where sessions are found by id (:class:`MemorySessionRegistry` by default).
+        self.registry: SessionRegistry = MemorySessionRegistry() if registry is None else registry
+        self._nursery: trio.Nursery | None = None
+        self._running = False
+        self._closed = False
+        self._stop = trio.Event()
+        self._lifespan_ready = trio.Event()
+        self._retained: deque[tuple[float, HttpSessionStream, str]] = deque()
+        self._retained_wakeup = trio.Event()
+        self._dropped = 0
+        self._created = 0
+        self._expired = 0
+        self._sse_connections = 0
+        self._pumps = 0
+        self._pumps_done = trio.Event()
+        #: Stateless (2026-07-28) requests.
+        self.stateless = StatelessPath(self)
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[StreamableHttpApp] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Host the sessions until :meth:`aclose` (or cancellation)."""
+        if self._running:
+            raise RuntimeError("a StreamableHttpApp runs once at a time")
+        self._running = True
+        try:
+            async with trio.open_nursery() as nursery:
+                if self._shared is not None:
+                    nursery.start_soon(self._hold_lifespan, self._shared)
+                    await self._lifespan_ready.wait()
+                self._nursery = nursery
+                if self.settings.session_idle_timeout is not None:
+                    nursery.start_soon(self._reaper)
+                nursery.start_soon(self._janitor)
+                task_status.started(self)
+                await self._stop.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._closed = True
+            self._nursery = None
+            for session in self.registry.local():
+                self.end_session(session, "server stopped")
+            self.stateless.end()
+            self._running = False
+
+    async def _hold_lifespan(self, app: Any) -> None:
+        async with app.running():
+            self._lifespan_ready.set()
+            await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        """End every session and SSE stream, and stop :meth:`run`."""
+        self._closed = True
+        for session in self.registry.local():
+            self.end_session(session, "server stopped")
+        self.stateless.end()
+        self._stop.set()
+        await trio.lowlevel.checkpoint()
+
+    async def wait_responses_done(self) -> None:
+        """After :meth:`aclose`: wait until every streaming response has ended."""
+        if self._pumps == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._pumps_done.wait()
+
+    def statistics(self) -> HttpServerStatistics:
+        return HttpServerStatistics(
+            sessions=self.registry.count(),
+            sse_connections=self._sse_connections,
+            messages_dropped=self._dropped,
+            sessions_created=self._created,
+            sessions_expired=self._expired,
+        )
+
+    async def terminate_session(self, session_id: str) -> bool:
+        """End a session as if its client had sent DELETE; False if unknown."""
+        session = await self.registry.get(session_id)
+        if session is None:
+            return False
+        self.end_session(session, "terminated by the server")
+        await trio.lowlevel.checkpoint()
+        return True
+
+    def response_started(self) -> None:
+        """A streaming response begins (counted, for :meth:`wait_responses_done`)."""
+        self._pumps += 1
+
+    def response_ended(self) -> None:
+        self._pumps -= 1
+        if self._pumps == 0 and self._closed:
+            self._pumps_done.set()
+
+    def end_session(self, session: HttpSessionStream, reason: str) -> None:
+        """End a session at once (idempotent, never blocks)."""
+        if self.registry.remove(session):
+            log.debug("session %s ended: %s", session.id, reason)
+        session._close()
+        if session.cancel_scope is not None:
+            session.cancel_scope.cancel()
+
+    def _forget_soon(self, session: HttpSessionStream, stream_id: str) -> None:
+        session.stored_streams.discard(stream_id)
+        if self.event_store is not None and self._nursery is not None:
+            self._nursery.start_soon(self._forget, [stream_id])
+
+    def forget_later(self, session: HttpSessionStream, stream_id: str) -> None:
+        """Forget a completed stream after the retention delay (or with its session)."""
+        if self.event_store is None or stream_id not in session.stored_streams:
+            return
+        deadline = trio.current_time() + self.settings.completed_stream_retention
+        self._retained.append((deadline, session, stream_id))
+        self._retained_wakeup.set()
+
+    async def _janitor(self) -> None:
+        retained = self._retained
+        while True:
+            if not retained:
+                self._retained_wakeup = trio.Event()
+                await self._retained_wakeup.wait()
+                continue
+            deadline, session, stream_id = retained[0]
+            await trio.sleep_until(deadline)
+            retained.popleft()
+            if stream_id in session.stored_streams:
+                session.stored_streams.discard(stream_id)
+                await self._forget([stream_id])
+
+    async def _forget(self, stream_ids: Iterable[str]) -> None:
+        store = self.event_store
+        if store is None:
+            return
+        with trio.move_on_after(self.settings.store_timeout):
+            for stream_id in stream_ids:
+                await store.forget_stream(stream_id)
+
+    async def _reaper(self) -> None:
+        timeout = self.settings.session_idle_timeout
+        assert timeout is not None
+        while True:
+            await trio.sleep(max(timeout / 4, 0.01))
+            for session in await self.registry.idle(trio.current_time(), timeout):
+                self._expired += 1
+                self.end_session(session, "idle timeout")
+
+    async def start_session(self, session_id: str | None) -> HttpSessionStream:
+        """Start a session (``None``: one that serves a single stateless request)."""
+        nursery = self._nursery
+        if nursery is None or self._closed:
+            raise HttpError(503, "Server is not running")
+        session = HttpSessionStream(self, session_id)
+        try:
+            if session_id is not None:
+                await self.registry.add(session)
+                self._created += 1
+            session.server_session = await nursery.start(self._session_task, session)
+        except BaseException:
+            self.end_session(session, "failed to start")
+            raise
+        return session
+
+    async def _session_task(self, session: HttpSessionStream, *, task_status: trio.TaskStatus[Any]) -> None:
+        try:
+            with trio.CancelScope() as scope:
+                session.cancel_scope = scope
+                if session.closed:
+                    scope.cancel()
+                name = f"http:{(session.id or 'stateless')[:8]}"
+                if self._shared is not None:
+                    app = self._shared
+                    await ServerSession(app, session, limits=app.limits, name=name).run(
+                        task_status=task_status
+                    )
+                else:
+                    assert self._factory is not None
+                    app = self._factory()
+                    async with app.running():
+                        await ServerSession(app, session, limits=app.limits, name=name).run(
+                            task_status=task_status
+                        )
+        finally:
+            self.end_session(session, "session finished")
+            stored, session.stored_streams = list(session.stored_streams), set()
+            if stored:
+                with trio.CancelScope(shield=True):
+                    await self._forget(stored)
+
+    # ----------------------------------------------------------------- ASGI
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = header_map(scope)
+        try:
+            if scope.get("path") != self.settings.path:
+                raise HttpError(404, "Not found")
+            if self.settings.dns_rebinding_protection:
+                if not self._policy.host_allowed(headers.get("host")):
+                    raise HttpError(421, "Host not allowed")
+                if not self._policy.origin_allowed(headers.get("origin")):
+                    raise HttpError(403, "Origin not allowed")
+            method = scope.get("method", "GET")
+            if method == "POST":
+                await handle_post(self, scope, receive, send, headers)
+            elif method == "GET":
+                await handle_get(self, receive, send, headers)
+            elif method == "DELETE":
+                await handle_delete(self, send, headers)
+            else:
+                raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+        except HttpError as exc:
+            await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
+
+    # ---------------------------------------------------------------- checks
+
+    async def session_for(self, headers: dict[str, str]) -> HttpSessionStream:
+        """The session a request names (``400`` without an id, ``404`` unknown,
+        ``400`` for a version this server does not speak)."""
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is None:
+            raise HttpError(400, "Bad Request: missing Mcp-Session-Id header")
+        session = await self.registry.get(session_id)
+        if session is None:
+            raise HttpError(404, "Session not found")
+        version = headers.get(VERSION_HEADER)
+        if version is not None and version.strip() not in HANDSHAKE_VERSIONS:
+            raise HttpError(
+                400,
+                f"Bad Request: unsupported MCP-Protocol-Version {version.strip()!r}; "
+                f"supported: {', '.join(HANDSHAKE_VERSIONS)}",
+            )
+        return session

@@ -1,0 +1,166 @@
+"""The settings, statistics and constants of the Streamable HTTP server."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import attrs
+
+from ..._util import check_positive
+from ...transports._asgi import as_tuple
+from ...transports._base import ServerInfo
+from ...transports.http._security import LOCAL_HOSTS
+
+__all__ = [
+    "DEFAULT_STORE",
+    "ERROR_STATUS",
+    "LAST_EVENT_HEADER",
+    "SESSION_HEADER",
+    "VERSION_HEADER",
+    "HttpServerInfo",
+    "HttpServerSettings",
+    "HttpServerStatistics",
+    "Mode",
+    "accepts",
+    "answer_mode",
+    "media_types",
+]
+
+SESSION_HEADER: Final = "mcp-session-id"
+VERSION_HEADER: Final = "mcp-protocol-version"
+LAST_EVENT_HEADER: Final = "last-event-id"
+
+DEFAULT_STORE: Final = "memory"
+
+
+#: The HTTP status of a stateless request answered with a JSON-RPC error.
+ERROR_STATUS: Final = {
+    -32700: 400,
+    -32600: 400,
+    -32602: 400,
+    -32020: 400,
+    -32021: 400,
+    -32022: 400,
+    -32601: 404,
+}
+
+
+@attrs.frozen(kw_only=True)
+class HttpServerSettings:
+    """Every option and bound of the Streamable HTTP server, named."""
+
+    #: The MCP endpoint.
+    path: str = "/mcp"
+    #: ``None``: JSON unless a related message needs SSE; ``True``: always
+    #: JSON; ``False``: always SSE (when the client accepts it).
+    json_response: bool | None = None
+    #: Largest POST body, in bytes (``413`` above).
+    max_body_size: int = 4 << 20
+    #: Check ``Host`` and ``Origin`` (DNS-rebinding protection).
+    dns_rebinding_protection: bool = True
+    #: Host names (``"name"`` any port, ``"name:port"``) the server answers to.
+    allowed_hosts: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=as_tuple)
+    #: Origins allowed in browser requests (host names or full origins).
+    allowed_origins: tuple[str, ...] = attrs.field(default=LOCAL_HOSTS, converter=as_tuple)
+    #: Sessions alive at once; ``initialize`` beyond it gets ``503``.
+    max_sessions: int = 1024
+    #: Seconds a session may stay without any request or open stream
+    #: before it is ended (``None``: never).
+    session_idle_timeout: float | None = 3600.0
+    #: Frames (POST bodies) waiting for the session's peer.
+    inbound_queue: int = 64
+    #: Seconds a POST may wait for room in that queue (``503`` after).
+    enqueue_timeout: float = 10.0
+    #: Events queued for one SSE connection.
+    sse_buffer: int = 64
+    #: Seconds one write to a client, or one wait for room in its queue,
+    #: may take before that connection is dropped (the client resumes).
+    write_timeout: float = 10.0
+    #: Messages kept for the first GET stream of a session (oldest dropped).
+    standalone_backlog: int = 256
+    #: Seconds between keep-alive comments on an idle SSE stream.
+    ping_interval: float = 15.0
+    #: Seconds a client should wait before reconnecting (SSE ``retry``).
+    retry_interval: float = 1.0
+    #: Seconds one event-store call may take.
+    store_timeout: float = 5.0
+    #: Seconds a POST stream's events stay in the event store after its
+    #: last event was written: the client may not have received it (a write
+    #: to a dead connection succeeds) and may still resume.
+    completed_stream_retention: float = 30.0
+
+    def __attrs_post_init__(self) -> None:
+        if not self.path.startswith("/"):
+            raise ValueError("path must start with '/'")
+        check_positive(
+            self,
+            (
+                "max_body_size",
+                "max_sessions",
+                "inbound_queue",
+                "enqueue_timeout",
+                "sse_buffer",
+                "write_timeout",
+                "standalone_backlog",
+                "ping_interval",
+                "retry_interval",
+                "store_timeout",
+                "completed_stream_retention",
+            ),
+        )
+        if self.session_idle_timeout is not None and self.session_idle_timeout <= 0:
+            raise ValueError("HttpServerSettings.session_idle_timeout must be positive or None")
+
+
+@attrs.frozen
+class HttpServerStatistics:
+    """What :meth:`StreamableHttpApp.statistics` reports."""
+
+    sessions: int
+    sse_connections: int
+    #: Messages nobody could receive (no GET stream and no event store, a
+    #: full backlog, an answer whose POST was gone).
+    messages_dropped: int
+    sessions_created: int
+    sessions_expired: int
+
+
+#: Where an :class:`HttpServer` listens (``task_status.started`` value).
+HttpServerInfo = ServerInfo
+
+
+#: How a POST is answered: JSON unless SSE is needed, always JSON, always SSE.
+Mode = Literal["auto", "json", "sse"]
+
+
+def media_types(value: str | None) -> set[str]:
+    if value is None:
+        return {"*/*"}
+    out = set()
+    for part in value.split(","):
+        media, _, params = part.strip().partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            key, _, val = param.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(val)
+                except ValueError:
+                    q = 0.0
+        if q > 0 and media:
+            out.add(media.strip().lower())
+    return out
+
+
+def accepts(types: set[str], media: str) -> bool:
+    major = media.partition("/")[0]
+    return media in types or f"{major}/*" in types or "*/*" in types
+
+
+def answer_mode(setting: bool | None, json_ok: bool, sse_ok: bool) -> Mode:
+    """How a POST is answered, from the ``json_response`` setting and what the client accepts."""
+    if setting is True:
+        return "json" if json_ok else "sse"
+    if setting is False:
+        return "sse" if sse_ok else "json"
+    return "auto" if json_ok else "sse"

@@ -1,0 +1,166 @@
+"""``POST``: one JSON-RPC message (or a 2025-03-26 batch) into a session,
+a new session (``initialize``), or a stateless request; its answer as JSON
+or as an SSE stream (see :mod:`trio_mcp.serving.http`)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from ...protocol import (
+    MODERN_VERSIONS,
+    V2025_03_26,
+    HeaderMismatch,
+    InvalidMessage,
+    Request,
+    decode,
+    encode,
+    error_response,
+)
+from ...transports._asgi import Disconnected, HttpError, Receive, Scope, Send, read_body, respond
+from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
+from ._get import pump, session_headers
+from ._session import HttpSessionStream
+from ._stateless import rejection
+from ._streams import Conn
+
+if TYPE_CHECKING:
+    from ._app import StreamableHttpApp
+
+__all__ = ["handle_post"]
+
+
+async def handle_post(
+    app: StreamableHttpApp, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+) -> None:
+    ctype = headers.get("content-type", "").partition(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
+    accepted = media_types(headers.get("accept"))
+    json_ok = accepts(accepted, "application/json")
+    sse_ok = accepts(accepted, "text/event-stream")
+    if not (json_ok or sse_ok):
+        raise HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
+    try:
+        body = await read_body(receive, headers, app.settings.max_body_size)
+    except Disconnected:
+        return
+    frame = decode(body)
+    if type(frame) is InvalidMessage:
+        await respond(send, 400, encode(error_response(frame.id, frame.error)))
+        return
+    batch = type(frame) is list
+    items: list[Any] = frame if batch else [frame]  # type: ignore[assignment]
+    if batch:
+        bad = [m for m in items if type(m) is InvalidMessage]
+        if bad:
+            await respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
+            return
+    requests = [m for m in items if type(m) is Request]
+    # An initialize that says it is of the stateless era is a removed method there (404).
+    modern_header = headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS
+    is_init = any(m.method == "initialize" for m in requests) and not modern_header
+    ephemeral = False
+    if is_init:
+        if batch:
+            raise HttpError(400, "Invalid Request: initialize must not be part of a batch", code=-32600)
+        if app.registry.count() >= app.settings.max_sessions:
+            raise HttpError(503, "Too many sessions")
+        session = await app.start_session(secrets.token_urlsafe(24))
+    elif SESSION_HEADER not in headers and app.stateless.is_stateless(headers, requests):
+        if not requests:
+            await respond(send, 202, b"")
+            return
+        if batch:
+            raise HttpError(
+                400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
+            )
+        request = requests[0]
+        rejected = rejection(headers, request)
+        if rejected is not None:
+            status, error = rejected
+            await respond(send, status, encode(error_response(request.id, error)))
+            return
+        if app._shared is not None and request.method != "subscriptions/listen":
+            await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, receive, send)
+            return
+        # subscriptions/listen (a stream of notifications), or an app made
+        # per session: a session of its own, for this request only.
+        session = await app.start_session(None)
+        session.store = None  # nothing to resume without a session
+        ephemeral = True
+        if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
+            # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
+            problem = await app.stateless.param_problem(session.server_session, scope, headers, request)
+            if problem is not None:
+                app.end_session(session, "Mcp-Param-* headers rejected")
+                await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
+                return
+    else:
+        session = await app.session_for(headers)
+        if batch and (session.protocol_version or V2025_03_26) > V2025_03_26:
+            raise HttpError(
+                400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
+            )
+    try:
+        await _post_session(app, session, frame, requests, batch, is_init, json_ok, sse_ok, receive, send)
+    finally:
+        if ephemeral:
+            app.end_session(session, "stateless request done")
+
+
+async def _post_session(
+    app: StreamableHttpApp,
+    session: HttpSessionStream,
+    frame: Any,
+    requests: list[Request],
+    batch: bool,
+    is_init: bool,
+    json_ok: bool,
+    sse_ok: bool,
+    receive: Receive,
+    send: Send,
+) -> None:
+    if not requests:
+        status = await session.enqueue(frame)
+        if status:
+            raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
+        await respond(send, 202, b"", session_headers(session))
+        return
+    ids = [r.id for r in requests]
+    if len(set(ids)) != len(ids) or any(i in session.awaiting for i in ids):
+        raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
+    mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
+    conn = Conn(app.settings.sse_buffer, sse_ok)
+    stream = session.new_post_stream(ids, mode, conn, batch)
+    if is_init:
+        session.init_id = requests[0].id
+    try:
+        if mode == "sse":
+            await stream.open_sse()
+        status = await session.enqueue(frame)
+    except BaseException:
+        session.abandon(stream)
+        raise
+    if status:
+        session.abandon(stream)
+        if is_init:
+            app.end_session(session, "initialize not accepted")
+        raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
+    # A JSON answer in a session needs no watcher for the client going
+    # away (the answer is written once, to whoever is there); an SSE
+    # stream, or a stateless request (whose end cancels it), does.
+    await pump(
+        app,
+        session,
+        stream,
+        conn,
+        [],
+        receive,
+        send,
+        sse_now=mode == "sse",
+        watch=mode == "sse" or session.id is None,
+    )
+    if session.id is None and not conn.complete:
+        # A stateless request whose client went away: nobody can resume it.
+        app.end_session(session, "client went away")

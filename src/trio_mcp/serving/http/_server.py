@@ -1,0 +1,114 @@
+""":class:`HttpServer`: a :class:`StreamableHttpApp` served by hypercorn's trio worker."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+import trio
+
+from ...transports._base import ServerInfo, host_in_url
+from ...transports.http._security import LOCAL_HOSTS
+from ._app import StreamableHttpApp
+from ._config import DEFAULT_STORE, HttpServerInfo, HttpServerSettings, HttpServerStatistics
+from ._eventstore import EventStore
+
+__all__ = ["HttpServer"]
+
+
+class HttpServer:
+    """An actor serving an MCP app over Streamable HTTP with hypercorn.
+
+    ``await nursery.start(server.run)`` returns an :class:`HttpServerInfo`
+    with the bound port (``port=0`` picks a free one). :meth:`stop` (or
+    cancelling ``run``) ends every session and stream, then the listener.
+
+    Options are :class:`HttpServerSettings` fields (or ``settings=``).
+    Binding a specific non-loopback address adds it to ``allowed_hosts``;
+    for a wildcard bind (``0.0.0.0``, ``::``) pass ``allowed_hosts`` with
+    the names clients use.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        path: str = "/mcp",
+        settings: HttpServerSettings | None = None,
+        event_store: EventStore | None | str = DEFAULT_STORE,
+        graceful_timeout: float = 2.0,
+        **options: Any,
+    ) -> None:
+        if settings is None:
+            if "allowed_hosts" not in options and host not in (
+                "127.0.0.1",
+                "localhost",
+                "::1",
+                "0.0.0.0",
+                "::",
+            ):
+                options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
+            settings = HttpServerSettings(path=path, **options)
+        else:
+            if path != "/mcp":
+                options["path"] = path
+            if options:
+                settings = attrs.evolve(settings, **options)
+        self.asgi = StreamableHttpApp(app, settings=settings, event_store=event_store)
+        self.host = host
+        self.port = port
+        self.graceful_timeout = graceful_timeout
+        self.info: HttpServerInfo | None = None
+        self._stop = trio.Event()
+        self._listener_stop = trio.Event()
+
+    @property
+    def url(self) -> str:
+        if self.info is None:
+            raise RuntimeError("the server is not running yet")
+        return self.info.url
+
+    def stop(self) -> None:
+        """Ask ``run`` to end (graceful; returns at once)."""
+        self._stop.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED) -> None:
+        from hypercorn.config import Config
+        from hypercorn.trio import serve
+
+        config = Config()
+        host = self.host
+        config.bind = [f"{host_in_url(host)}:{self.port}"]
+        config.graceful_timeout = self.graceful_timeout
+        config.accesslog = None
+        config.errorlog = logging.getLogger("trio_mcp.http.hypercorn")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.asgi.run)
+            binds = await nursery.start(_serve, serve, self.asgi, config, self._listener_stop.wait)
+            port = _port_of(binds[0]) if binds else self.port
+            self.info = ServerInfo.at("http", host, port, self.asgi.settings.path)
+            task_status.started(self.info)
+            await self._stop.wait()
+            # End every session and SSE response first, then stop hypercorn,
+            # which closes its (now idle) connections; all within a bound.
+            nursery.cancel_scope.deadline = trio.current_time() + self.graceful_timeout + 1.0
+            await self.asgi.aclose()
+            with trio.move_on_after(self.graceful_timeout / 2):
+                await self.asgi.wait_responses_done()
+            self._listener_stop.set()
+
+    def statistics(self) -> HttpServerStatistics:
+        return self.asgi.statistics()
+
+
+async def _serve(
+    serve: Any, app: Any, config: Any, trigger: Any, *, task_status: trio.TaskStatus[Any]
+) -> None:
+    await serve(app, config, shutdown_trigger=trigger, task_status=task_status)
+
+
+def _port_of(bind: str) -> int:
+    return int(bind.rpartition(":")[2])

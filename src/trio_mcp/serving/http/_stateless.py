@@ -1,0 +1,407 @@
+"""Stateless requests (2026-07-28 era): requests that carry their version
+and client capabilities in ``_meta`` and no ``Mcp-Session-Id``.
+
+The validation ladder (envelope, mirrored headers, removed methods, the
+``Mcp-Param-*`` headers of a ``tools/call``), and the inline path: a
+request of a shared app is served in its POST's own ASGI task by one
+server session that serves them all (:meth:`~trio_mcp.actors.Peer.serve_inline`),
+its notifications travelling on that POST's SSE stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+from msgspec import Struct
+
+from ...actors._peer import InboundRequest
+from ...actors._server import ServerSession
+from ...protocol import (
+    HANDSHAKE_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    MODERN_VERSIONS,
+    ErrorResponse,
+    Frame,
+    HeaderMismatch,
+    InvalidParams,
+    McpError,
+    MethodNotFound,
+    Notification,
+    Request,
+    Response,
+    coerce,
+    encode,
+    error_response,
+    lookup,
+    method_available,
+)
+from ...transports._asgi import HttpError, Receive, Scope, Send, respond, start_event_stream, watch_disconnect
+from ...transports._base import TransportClosed
+from ...transports.http._headers import (
+    PARAM_PREFIX,
+    InvalidParamHeader,
+    ParamHeaderMap,
+    header_mismatch,
+    param_header_map,
+    param_map_mismatch,
+)
+from ...transports.http._sse import PING, format_event
+from ._config import ERROR_STATUS, VERSION_HEADER, Mode, answer_mode
+
+if TYPE_CHECKING:
+    from ._app import StreamableHttpApp
+
+__all__ = ["StatelessPath", "rejection"]
+
+log = logging.getLogger("trio_mcp.http.server")
+
+
+class _AnyMeta(Struct):
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+def _envelope_problem(request: Request) -> tuple[int, McpError] | None:
+    try:
+        meta = coerce(request.params, _AnyMeta).meta
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        return 400, InvalidParams(
+            "params._meta must be an object carrying the protocol version and client capabilities"
+        )
+    missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
+    if missing:
+        return 400, InvalidParams(f"params._meta is missing {', '.join(missing)}")
+    return None
+
+
+def _header_problem(headers: dict[str, str], request: Request) -> tuple[int, McpError] | None:
+    problem = header_mismatch(headers, request)
+    return None if problem is None else (400, HeaderMismatch(problem))
+
+
+class _CallOnly(Struct):
+    name: Any = None
+    arguments: Any = None
+
+
+#: Most ``tools/list`` pages read to find a called tool's input schema.
+_SCHEMA_LIST_PAGES: Final = 100
+
+
+def _param_map_or_none(schema: Any) -> ParamHeaderMap | None:
+    try:
+        return param_header_map(schema)
+    except InvalidParamHeader:
+        return None  # not enforced: clients drop such a tool
+
+
+def _duplicated_params(scope: Scope) -> frozenset[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for raw_name, _ in scope.get("headers", ()):
+        name = raw_name.decode("latin-1").lower()
+        if name.startswith(PARAM_PREFIX):
+            (twice if name in seen else seen).add(name)
+    return frozenset(twice)
+
+
+def _removed_method(request: Request) -> tuple[int, McpError] | None:
+    # Known methods that this era removed (initialize, ping, logging/setLevel,
+    # resources/subscribe, ...): the registry knows; unknown ones reach the
+    # session, whose -32601 is sent with 404 too (ERROR_STATUS).
+    if lookup(request.method) is not None and not method_available(
+        request.method, MODERN_VERSIONS[-1], sender="client"
+    ):
+        return 404, MethodNotFound(
+            f"Method not found: {request.method} (not part of protocol {MODERN_VERSIONS[-1]})"
+        )
+    return None
+
+
+def rejection(headers: dict[str, str], request: Request) -> tuple[int, McpError] | None:
+    """The validation ladder of a stateless request, first failure wins:
+    ``_meta`` envelope (-32602), mirrored headers (-32020), the method exists
+    in this era (404, -32601); the session checks the version (-32022) and
+    capabilities (-32021), answered with HTTP 400."""
+    return _envelope_problem(request) or _header_problem(headers, request) or _removed_method(request)
+
+
+class _MetaOnly(Struct):
+    meta: dict[str, Any] = msgspec.field(default_factory=dict, name="_meta")
+
+
+class _NoWire:
+    """The stream of the server session that serves stateless requests in
+    their own ASGI tasks: what it says while serving one goes into that
+    request's answer (see :meth:`~trio_mcp.actors.Peer.serve_inline`);
+    anything else has nowhere to go."""
+
+    async def send(self, message: Any) -> None:
+        raise TransportClosed(
+            "a stateless request's server session speaks only through that request's answer"
+        )
+
+    async def receive(self) -> Frame:
+        await trio.lowlevel.checkpoint()
+        raise trio.EndOfChannel
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class _InlineAnswer:
+    """The HTTP answer of a stateless request served in its own ASGI task:
+    one JSON body, or an SSE stream (from the start in ``sse`` mode; in
+    ``auto`` mode from the handler's first notification) carrying the
+    handler's notifications, then the answer. No event ids: nothing of a
+    stateless request can be resumed."""
+
+    __slots__ = ("app", "lock", "mode", "nursery", "send", "sse_ok", "started")
+
+    def __init__(
+        self, app: StreamableHttpApp, send: Send, mode: Mode, sse_ok: bool, nursery: trio.Nursery
+    ) -> None:
+        self.app = app
+        self.send = send
+        self.mode: Mode = mode
+        self.sse_ok = sse_ok
+        self.nursery = nursery
+        self.started = False
+        self.lock = trio.Lock()
+
+    async def start_sse(self) -> None:
+        self.mode = "sse"
+        self.started = True
+        self.app._sse_connections += 1
+        with trio.fail_after(self.app.settings.write_timeout):
+            await start_event_stream(self.send)
+        self.nursery.start_soon(self._keep_alive)
+
+    async def notify(self, note: Notification) -> None:
+        """A notification of the handler (progress, a log message)."""
+        if self.mode != "sse":
+            if self.mode == "json" or not self.sse_ok:
+                self.app._dropped += 1  # a JSON answer cannot carry it
+                return
+            await self._guarded(self.start_sse())
+        await self._guarded(self._write(format_event(None, encode(note))))
+
+    async def _guarded(self, write: Any) -> None:
+        try:
+            await write
+        except trio.TooSlowError:
+            # The client does not read: give up the request (the handler is
+            # cancelled at its next checkpoint).
+            self.nursery.cancel_scope.cancel()
+
+    async def _write(self, data: bytes, more: bool = True) -> None:
+        async with self.lock:
+            with trio.fail_after(self.app.settings.write_timeout):
+                await self.send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await trio.sleep(self.app.settings.ping_interval)
+            await self._guarded(self._write(PING))
+
+    async def finish(self, reply: Response | ErrorResponse) -> None:
+        """Write the answer and end the response. Shielded from the disconnect
+        watcher: hypercorn reports a disconnect while it recycles the
+        connection inside the last send, and cancelling that would strand it."""
+        with trio.CancelScope(shield=True):
+            if self.started:
+                await self._write(format_event(None, encode(reply)))
+                await self._write(b"", more=False)
+                return
+            status = 200
+            if type(reply) is ErrorResponse:
+                status = ERROR_STATUS.get(reply.error.code, 200)  # the stateless era gives errors a status
+            with trio.fail_after(self.app.settings.write_timeout):
+                await respond(self.send, status, encode(reply))
+
+
+class StatelessPath:
+    """The stateless requests of one :class:`StreamableHttpApp`: which POSTs
+    are stateless, the ``Mcp-Param-*`` check, and the inline path."""
+
+    def __init__(self, app: StreamableHttpApp) -> None:
+        self.app = app
+        #: The server session serving stateless requests inline (see serve_inline).
+        self._stateless: Any = None
+        self._stateless_methods: tuple[str, ...] = ()
+        #: Stateless requests being answered inline (cancelled when the server stops).
+        self._inline_answers: set[_InlineAnswer] = set()
+        #: Per app: (its ``tools`` list, name -> Tool, or (annotations or None, input
+        #: schema) once asked), valid while the app keeps that very list (an
+        #: MCPServer builds a new one on every change).
+        self._tool_headers: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def end(self) -> None:
+        """The server stops: cancel every request being answered inline."""
+        for answer in list(self._inline_answers):
+            answer.nursery.cancel_scope.cancel()
+        self._stateless = None
+
+    async def param_problem(
+        self, server_session: Any, scope: Scope, headers: dict[str, str], request: Request
+    ) -> str | None:
+        """Why the ``Mcp-Param-*`` headers of a stateless ``tools/call`` do not
+        mirror its arguments (None when they do, or when nothing can be checked:
+        malformed params, which the session answers, or an unlisted tool)."""
+        try:
+            call = coerce(request.params, _CallOnly)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        arguments = {} if call.arguments is None else call.arguments
+        if not isinstance(call.name, str) or not isinstance(arguments, dict):
+            return None
+        if not arguments and not any(name.startswith(PARAM_PREFIX) for name in headers):
+            return None  # nothing in the body, nothing in the headers
+        found = await self._tool_annotations(server_session, call.name, request)
+        if found is None:
+            return None
+        header_map, schema = found
+        if header_map is None:
+            return None
+        duplicated = _duplicated_params(scope)
+        return param_map_mismatch(header_map, schema, arguments, headers, duplicated=duplicated)
+
+    async def _tool_annotations(
+        self, server_session: Any, name: str, request: Request
+    ) -> tuple[ParamHeaderMap | None, Any] | None:
+        """The ``x-mcp-header`` annotations (None when invalid) and input schema
+        of tool ``name`` as the app lists it; None when it lists no such tool.
+
+        An :class:`~trio_mcp.server.MCPServer` listing its own tools: from
+        ``app.tools`` (cached per list). Any other ``tools/list`` handler: its
+        pages, asked through the request's session with the request's ``_meta``."""
+        app = server_session.app
+        handler = app.request_handlers.get("tools/list")
+        if handler is None:
+            return None
+        tools = getattr(app, "tools", None)
+        if isinstance(tools, list) and handler.fn == getattr(app, "_list_tools", None):
+            cached = self._tool_headers.get(app)
+            if cached is None or cached[0] is not tools:
+                cached = (tools, {t.name: t for t in tools})
+                self._tool_headers[app] = cached
+            entry = cached[1].get(name)
+            if entry is None:
+                return None
+            if not isinstance(entry, tuple):  # a Tool: its annotations, worked out once
+                entry = cached[1][name] = (_param_map_or_none(entry.input_schema), entry.input_schema)
+            return entry
+        schema = await self._listed_schema(server_session, name, request)
+        return None if schema is None else (_param_map_or_none(schema), schema)
+
+    async def _listed_schema(self, server_session: Any, name: str, request: Request) -> Any:
+        try:
+            meta = coerce(request.params, _AnyMeta).meta
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        params: dict[str, Any] = {"_meta": meta}
+        seen: set[str] = set()
+        for page in range(_SCHEMA_LIST_PAGES):
+            listing = Request(id=f"{request.id}:tools/list:{page}", method="tools/list", params=params)
+            try:
+                result = await server_session.handle_request(InboundRequest(server_session.peer, listing))
+                data = msgspec.to_builtins(result)
+            except Exception as exc:  # noqa: BLE001 (fail open: the call itself still gets its answer or error)
+                log.debug("Mcp-Param-* headers not checked: listing the tools failed: %r", exc)
+                return None
+            if not isinstance(data, dict):
+                return None
+            for tool in data.get("tools") or ():
+                if isinstance(tool, dict) and tool.get("name") == name:
+                    return tool.get("inputSchema")
+            cursor = data.get("nextCursor")
+            if not isinstance(cursor, str) or cursor in seen:
+                return None
+            seen.add(cursor)
+            params = {"_meta": meta, "cursor": cursor}
+        return None
+
+    def is_stateless(self, headers: dict[str, str], requests: list[Request]) -> bool:
+        version = headers.get(VERSION_HEADER)
+        if version is not None:
+            # Any version but a handshake one, without a session: a stateless
+            # request (an unknown version is answered -32022 with what we support).
+            return version.strip() not in HANDSHAKE_VERSIONS
+        if not requests:
+            return False
+        for req in requests:
+            try:
+                meta = coerce(req.params, _MetaOnly).meta
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                return False
+            if meta.get(META_PROTOCOL_VERSION) not in MODERN_VERSIONS:
+                return False
+        return True
+
+    async def serve_inline(
+        self,
+        request: Request,
+        scope: Scope,
+        headers: dict[str, str],
+        json_ok: bool,
+        sse_ok: bool,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """A stateless request (not ``subscriptions/listen``) of a shared app,
+        served in this ASGI task by the one server session that serves them
+        all (:meth:`~trio_mcp.actors.Peer.serve_inline`): no session actor and
+        no channels per request. The handler's notifications go on this
+        request's SSE stream (``auto`` mode switches to SSE for the first one);
+        the client going away cancels the handler."""
+        if self.app._nursery is None or self.app._closed:
+            raise HttpError(503, "Server is not running")
+        server = self.server()
+        if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
+            # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
+            problem = await self.param_problem(server, scope, headers, request)
+            if problem is not None:
+                await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
+                return
+        mode = answer_mode(self.app.settings.json_response, json_ok, sse_ok)
+        self.app.response_started()
+        try:
+            async with trio.open_nursery() as nursery:
+                answer = _InlineAnswer(self.app, send, mode, sse_ok, nursery)
+                self._inline_answers.add(answer)
+                nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+                try:
+                    if mode == "sse":
+                        await answer.start_sse()
+                    reply = await server.peer.serve_inline(request, answer.notify)
+                    await answer.finish(reply)
+                except (trio.TooSlowError, TransportClosed):
+                    pass  # the client does not read, or the server stopped: drop the connection
+                finally:
+                    self._inline_answers.discard(answer)
+                    if answer.started:
+                        self.app._sse_connections -= 1
+                    nursery.cancel_scope.cancel()
+        finally:
+            self.app.response_ended()
+
+    def server(self) -> Any:
+        """The server session of the shared app that serves stateless requests
+        in their own ASGI tasks (made on first use)."""
+        app = self.app._shared
+        methods = tuple(app.request_handlers)
+        server = self._stateless
+        if server is None or methods != self._stateless_methods:
+            # A new one when the app's handlers change: a session works out
+            # the capabilities it declares (and gates) once.
+            server = self._stateless = ServerSession(app, _NoWire(), limits=app.limits, name="http:stateless")
+            self._stateless_methods = methods
+        return server

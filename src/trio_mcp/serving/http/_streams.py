@@ -1,0 +1,241 @@
+"""The server-to-client streams of an HTTP session and the HTTP responses
+that carry them.
+
+An :class:`OutStream` is a logical stream (a POST's answer stream, or the
+session's standalone GET stream); it outlives its HTTP connections. A
+:class:`Conn` is one HTTP response carrying it, fed through a bounded
+channel. Events are stored in the session's event store first (which gives
+them their ids), so a broken stream can be resumed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ...protocol import encode
+from ._config import Mode
+
+if TYPE_CHECKING:
+    from ._session import HttpSessionStream
+
+__all__ = ["Busy", "Conn", "Event", "OutStream"]
+
+
+class Busy(Exception):
+    """The stream already has a connection (409)."""
+
+
+# ---------------------------------------------------------------- streams
+
+
+class Conn:
+    """One HTTP response carrying a stream to the client.
+
+    Items: ``("e", event_id, data)`` for an SSE event, ``("j", messages)`` for
+    the JSON answer of a POST. The producer closes the channel when the
+    stream is complete; ``complete`` tells the consumer it may forget it.
+    """
+
+    __slots__ = ("complete", "recv", "send", "sse_ok")
+
+    def __init__(self, buffer: int, sse_ok: bool) -> None:
+        self.send, self.recv = trio.open_memory_channel[tuple[Any, ...]](buffer)
+        self.sse_ok = sse_ok
+        self.complete = False
+
+
+#: An event to write: (id or None without an event store, data).
+Event = tuple["str | None", bytes]
+
+
+class OutStream:
+    """A logical stream of server-to-client messages: a POST's answer stream
+    or the session's standalone stream. Outlives its HTTP connections."""
+
+    def __init__(
+        self,
+        session: HttpSessionStream,
+        stream_id: str,
+        *,
+        standalone: bool,
+        mode: Mode,
+        pending: Iterable[int | str] = (),
+        batch: bool = False,
+    ) -> None:
+        self.session = session
+        self.id = stream_id
+        self.standalone = standalone
+        self.mode: Mode = mode
+        self.pending: set[int | str] = set(pending)
+        self.batch = batch
+        self.answers: list[Any] = []
+        self.conn: Conn | None = None
+        self.ever_attached = False
+        self.backlog: deque[bytes] | None = deque() if standalone else None
+        self.done = False
+        self.has_ids = False  # an event with an id was sent: the client can resume
+        self.lock = trio.Lock()
+
+    # ------------------------------------------------------------ producer
+
+    async def deliver(self, message: Any, answers: int | str | None = None) -> bool:
+        """Route ``message`` here; False if this stream cannot carry it (a
+        related message on a JSON-answered POST: the caller reroutes it)."""
+        async with self.lock:
+            if self.done:
+                return False
+            if self.mode != "sse":
+                if answers is None:
+                    conn = self.conn
+                    if self.mode == "auto" and conn is not None and conn.sse_ok:
+                        await self._switch_to_sse()
+                    else:
+                        return False
+                else:
+                    self.answers.append(message)
+                    self.pending.discard(answers)
+                    if not self.pending:
+                        self._finish_json()
+                    return True
+            await self._emit(encode(message))
+            if answers is not None:
+                self.pending.discard(answers)
+                if not self.pending:
+                    self._finish()
+            return True
+
+    async def open_sse(self) -> None:
+        """Start an SSE-mode POST stream (priming event when the version has one)."""
+        async with self.lock:
+            await self._prime()
+
+    async def _switch_to_sse(self) -> None:
+        self.mode = "sse"
+        await self._prime()
+        answers, self.answers = self.answers, []
+        for msg in answers:  # a batch partly answered already
+            await self._emit(encode(msg))
+
+    async def _prime(self) -> None:
+        if self.session.store is not None and self.session.primes:
+            await self._emit(b"")
+
+    async def _emit(self, data: bytes) -> None:
+        session = self.session
+        if self.conn is None and not self.ever_attached and self.backlog is not None:
+            # The standalone stream before its first GET: keep the message
+            # for it (it is stored, and gets its id, when the GET comes).
+            if data:
+                backlog = self.backlog
+                if len(backlog) >= session.settings.standalone_backlog:
+                    backlog.popleft()
+                    session.dropped()
+                backlog.append(data)
+            return
+        event_id = None
+        if session.store is not None:
+            event_id = await session.store_event(self.id, data)
+            if event_id is not None:
+                self.has_ids = True
+        conn = self.conn
+        if conn is not None:
+            try:
+                with trio.fail_after(session.settings.write_timeout):
+                    await conn.send.send(("e", event_id, data))
+                return
+            except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+                self.detach(conn)
+        if event_id is None and data:
+            session.dropped()  # no connection and nothing to resume from
+
+    def _finish_json(self) -> None:
+        self.done = True
+        self.session.streams.pop(self.id, None)
+        conn = self.conn
+        if conn is None:
+            self.session.dropped(len(self.answers))
+            return
+        conn.complete = True
+        try:
+            conn.send.send_nowait(("j", self.answers))
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            self.session.dropped(len(self.answers))
+        conn.send.close()
+        self.conn = None
+
+    def _finish(self) -> None:
+        self.done = True
+        self.session.streams.pop(self.id, None)
+        conn = self.conn
+        if conn is not None:
+            conn.complete = True
+            conn.send.close()
+            self.conn = None
+
+    # ------------------------------------------------------------ consumer
+
+    async def attach(self, conn: Conn, *, resume_after: str | None = None) -> list[Event]:
+        """Give this stream a connection; returns the events to write first
+        (a replay, or the standalone backlog). Raises Busy (409) when it has
+        one already, except for a resumption: a client resuming says its
+        old connection is dead (the server may not have noticed yet), so
+        the new connection takes over."""
+        session = self.session
+        async with self.lock:
+            if self.done or (self.conn is not None and resume_after is None):
+                raise Busy
+            if self.conn is not None:
+                self.detach(self.conn)
+            initial: list[Event] = []
+            if resume_after is not None:
+                if session.store is not None:
+                    initial.extend(await session.events_after(resume_after) or ())
+            elif self.standalone:
+                if session.store is not None and session.primes:
+                    eid = await session.store_event(self.id, b"")
+                    if eid is not None:
+                        initial.append((eid, b""))
+                backlog, self.backlog = self.backlog or deque(), None
+                for data in backlog:
+                    eid = await session.store_event(self.id, data) if session.store is not None else None
+                    initial.append((eid, data))
+            self.conn = conn
+            self.ever_attached = True
+            return initial
+
+    async def close_connection(self) -> bool:
+        """End the current HTTP response without ending the stream (SEP-1699
+        polling): the client reconnects with ``Last-Event-ID`` after the
+        ``retry`` delay and gets what was sent meanwhile. False when the
+        client could not resume (no event store, a JSON answer, no event id
+        sent yet)."""
+        async with self.lock:
+            if self.done or self.session.store is None:
+                return False
+            if self.mode != "sse":
+                conn = self.conn
+                if not (self.mode == "auto" and conn is not None and conn.sse_ok):
+                    return False
+                await self._switch_to_sse()
+            if not self.has_ids:
+                return False
+            if self.conn is not None:
+                self.detach(self.conn)  # queued events still go out first
+            return True
+
+    def detach(self, conn: Conn) -> None:
+        if self.conn is conn:
+            self.conn = None
+        conn.send.close()
+
+    def close(self) -> None:
+        """The session ended: end the connection (its queued items still go out)."""
+        self.done = True
+        conn = self.conn
+        if conn is not None:
+            self.conn = None
+            conn.send.close()
