@@ -930,7 +930,9 @@ async def test_other_side_closing_fails_pending_calls(mode: str) -> None:
 
 
 async def test_local_aclose_fails_pending_calls(mode: str) -> None:
-    async with session(mode, App({"slow": lambda r: trio.sleep_forever()})) as s:
+    # the handler returns the coroutine and the peer awaits it
+    never = App({"slow": lambda r: trio.sleep_forever()})  # noqa: ASYNC105
+    async with session(mode, never) as s:
         async with trio.open_nursery() as calls:
             errors = await _fail_all_pending(s.client, 2, calls)
             await s.client.aclose()

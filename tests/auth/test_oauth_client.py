@@ -536,9 +536,11 @@ async def call(
 
 def test_challenges_parse_quoted_params_several_schemes_and_token68() -> None:
     values = [
-        'Basic realm="x", Bearer error="insufficient_scope", scope="a b", '
-        'resource_metadata="http://h/.well-known/oauth-protected-resource/mcp", '
-        'error_description="say \\"hi\\""',
+        (
+            'Basic realm="x", Bearer error="insufficient_scope", scope="a b", '
+            'resource_metadata="http://h/.well-known/oauth-protected-resource/mcp", '
+            'error_description="say \\"hi\\""'
+        ),
         "Negotiate dGVzdA==, DPoP algs=ES256",
     ]
     challenges = parse_challenges(values)

@@ -126,7 +126,7 @@ class Wire:
                 pending.pop((requester, frame.id), None)
                 validate_message(frame, version)
             else:  # pragma: no cover
-                raise AssertionError(f"unknown frame {frame!r}")
+                raise AssertionError(f"unknown frame {frame!r}")  # noqa: TRY004 (a test failure, not a type error)
             count += 1
         return count
 
@@ -890,7 +890,7 @@ async def test_everything_prompts(mode: str, wire: Wire) -> None:
     assert simple.messages[0].content.text.startswith("Tell me")
     assert [m.role for m in review.messages] == ["user", "assistant"]
     assert "```python\nprint(1)\n```" in review.messages[0].content.text
-    first, second = explain.messages
+    first, _second = explain.messages
     assert isinstance(first.content, EmbeddedResource) and first.content.resource.text == "Hello, Linus!"
     assert missing.value.code == INVALID_PARAMS
     assert bad_uri.value.code == INVALID_PARAMS

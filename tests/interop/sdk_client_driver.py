@@ -135,7 +135,7 @@ class Run:
         try:
             with anyio.fail_after(STEP_TIMEOUT):
                 self.steps[name] = dump(await body())
-        except Exception as exc:  # noqa: BLE001 - every failure (timeouts too) becomes data for the report
+        except Exception as exc:
             self.steps[name] = {"error": f"{type(exc).__name__}: {exc}"}
             print(f"[{self.mode}] step {name} failed:\n{traceback.format_exc()}", file=sys.stderr)
 
@@ -574,7 +574,7 @@ async def one_run(server: str, mode: str, python: str, examples: Path, workdir: 
                 await DRIVERS[server](run)
                 report["steps"] = run.steps
             report["close_seconds"] = round(time.perf_counter() - connected, 4)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
         print(f"[{server}/{mode}] failed:\n{traceback.format_exc()}", file=sys.stderr)
     report["notifications"] = sorted({n.get("method", "?") for n in callbacks.notifications})

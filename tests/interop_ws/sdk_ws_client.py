@@ -117,7 +117,7 @@ async def scenario(session: ClientSession, rec: Recorder, steps: dict[str, Any])
         try:
             with anyio.fail_after(STEP_TIMEOUT):
                 steps[name] = await body()
-        except Exception as exc:  # noqa: BLE001 - recorded in the report, not raised
+        except Exception as exc:
             steps[name] = {"error": _error(exc)}
 
     async def initialize() -> dict[str, Any]:
@@ -198,7 +198,7 @@ async def scenario(session: ClientSession, rec: Recorder, steps: dict[str, Any])
     async def unknown_tool() -> dict[str, Any]:
         try:
             return _tool(await session.call_tool("no_such_tool", {}))
-        except Exception as exc:  # noqa: BLE001 - an McpError (JSON-RPC error) is a valid answer too
+        except Exception as exc:
             error = getattr(exc, "error", None)
             return {"jsonrpc_error": getattr(error, "code", None), "message": str(exc)}
 
@@ -310,7 +310,7 @@ async def main(url: str) -> dict[str, Any]:
         ):
             await scenario(session, rec, report["steps"])
         report["closed"] = True
-    except Exception as exc:  # noqa: BLE001 - recorded in the report, not raised
+    except Exception as exc:
         report["error"] = _error(exc)
     report["notifications"] = rec.notifications
     return report

@@ -415,8 +415,10 @@ JSONRPC_SPEC_EXAMPLES = [
     (b"[1]", [("invalid", -32600, None, True)]),
     (b"[1,2,3]", [("invalid", -32600, None, True)] * 3),
     (
-        b'[{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]},'
-        b' {"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}]',
+        (
+            b'[{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]},'
+            b' {"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}]'
+        ),
         # array params are -32602 in MCP, but notifications are never answered
         [("invalid", -32602, None, False)] * 2,
     ),

@@ -63,7 +63,14 @@ def test_context_detected_by_annotation_and_skipped() -> None:
 
 @pytest.mark.parametrize(
     "annotation",
-    [Context, SubContext, Optional[Context], SubContext | None, Annotated[Context, "x"], "Context"],
+    [
+        Context,
+        SubContext,
+        Optional[Context],  # noqa: UP045 (the old spelling must be recognised too)
+        SubContext | None,
+        Annotated[Context, "x"],
+        "Context",
+    ],
 )
 def test_context_annotation_forms(annotation: Any) -> None:
     def tool(a: int, c=None):  # type: ignore[no-untyped-def]

@@ -113,8 +113,8 @@ def test_defaults_and_optionals() -> None:
     def f(
         a: int = 3,
         b: Optional[str] = None,  # noqa: UP045
-        c: int = None,  # type: ignore[assignment]
-        d: list[int] = [1, 2],
+        c: int = None,  # type: ignore[assignment]  # noqa: RUF013 (implicit Optional is what is tested)
+        d: list[int] = [1, 2],  # noqa: B006 (a list default is what is tested)
         e: float | None = 0.5,
     ) -> None: ...
 

@@ -298,10 +298,12 @@ async def test_host_must_be_allowed() -> None:
         async with raw_session(http, server.url) as (_, url):
             r = await post(http, url, INIT, headers={"host": "rebound.example:80"})
             assert r.status_code == 421
-    async with serve(
-        make_app(), allowed_hosts=("*",), allowed_origins=("https://app.example.com",)
-    ) as server, http_client() as http, raw_session(
-        http, server.url, headers={"host": "anything.example", "origin": "https://app.example.com"}
+    async with (
+        serve(make_app(), allowed_hosts=("*",), allowed_origins=("https://app.example.com",)) as server,
+        http_client() as http,
+        raw_session(
+            http, server.url, headers={"host": "anything.example", "origin": "https://app.example.com"}
+        ),
     ):
         pass
     async with serve(make_app(), dns_rebinding_protection=False) as server, http_client() as http:
@@ -544,9 +546,7 @@ async def test_plain_asgi_server_runs_the_app_in_its_lifespan() -> None:
     async with serve_asgi(asgi) as base, client_stream(base + "/sse") as stream:
         with trio.fail_after(TIMEOUT):
             async with open_client(stream) as client:
-                assert (await client.call_tool("add", {"a": 3, "b": 4})).structured_content == {
-                    "result": 7
-                }
+                assert (await client.call_tool("add", {"a": 3, "b": 4})).structured_content == {"result": 7}
     assert not asgi.sessions
 
 

@@ -29,7 +29,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, cast, overload
 
 import msgspec
 import trio
@@ -162,6 +162,8 @@ class _EraCache:
 
 
 #: Era verdicts shared by every client in this process.
+_R = TypeVar("_R")
+
 ERA_CACHE: Final = _EraCache()
 
 
@@ -243,7 +245,7 @@ class ClientSession:
         if self.sampling_handler is not None:
             caps["sampling"] = SamplingCapability(tools={} if self.sampling_tools else UNSET)
         if self.elicitation_handler is not None:
-            modes = {m: {} for m in self.elicitation_modes}
+            modes: dict[str, Any] = {m: {} for m in self.elicitation_modes}
             caps["elicitation"] = ElicitationCapability(**modes)
         if self._roots is not None:
             caps["roots"] = RootsCapability(list_changed=True)
@@ -283,7 +285,7 @@ class ClientSession:
         (falling back to ``initialize`` on anything but a modern answer)."""
         era = self.era_setting
         if era == "auto":
-            era = ERA_CACHE.get(self.server_key) or "auto"
+            era = cast(Era, ERA_CACHE.get(self.server_key) or "auto")
         cached = self.era_setting == "auto" and era != "auto"
         if era == "handshake":
             try:
@@ -476,16 +478,30 @@ class ClientSession:
                 cache[1][method] = known
         return known
 
+    @overload
     async def _call(
-        self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None = None
+        self, method: str, params: Any, result_type: type[_R], on_progress: ProgressCallback | None = None
+    ) -> _R: ...
+    @overload
+    async def _call(
+        self, method: str, params: Any, result_type: None, on_progress: ProgressCallback | None = None
+    ) -> Any: ...
+    async def _call(
+        self,
+        method: str,
+        params: Any,
+        result_type: type[_R] | None,
+        on_progress: ProgressCallback | None = None,
     ) -> Any:
         if not self.supports(method):
             raise MethodNotFound(
                 f"the server did not declare the {METHOD_CAPABILITY[method]!r} capability needed for {method}"
             )
         if self.era != "modern":
-            return await self.peer.request(method, params, result_type=result_type, on_progress=on_progress)
-        return await self._call_modern(method, params, result_type, on_progress)
+            answer = await self.peer.request(method, params, result_type=result_type, on_progress=on_progress)
+        else:
+            answer = await self._call_modern(method, params, result_type, on_progress)
+        return answer
 
     async def _call_modern(
         self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None
@@ -856,7 +872,7 @@ def _params_dict(params: Any) -> dict[str, Any]:
         return {}
     if isinstance(params, dict):
         return dict(params)
-    return msgspec.to_builtins(params)
+    return cast(dict[str, Any], msgspec.to_builtins(params))
 
 
 def _page(cursor: str | None) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import attrs
 import msgspec
@@ -69,6 +69,7 @@ from ..protocol import (
     is_modern,
     method_available,
 )
+from ..protocol._types import LoggingLevel
 from ..transports import MessageStream
 from ._actor import ExitReason
 from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError
@@ -123,7 +124,9 @@ class ServerApp(Protocol):
 
     info: Implementation
     instructions: str | None
-    request_handlers: Mapping[str, RequestHandler]
+
+    @property
+    def request_handlers(self) -> Mapping[str, RequestHandler]: ...
 
     def capabilities(self) -> ServerCapabilities: ...
 
@@ -468,7 +471,7 @@ class ServerSession:
         if not self.should_log(level) or not _declared(self._capabilities, "logging"):
             return
         params = LoggingMessageNotificationParams(
-            level=level, data=data, logger=UNSET if logger is None else logger
+            level=cast(LoggingLevel, level), data=data, logger=UNSET if logger is None else logger
         )
         await self.peer.notify("notifications/message", params)
 
@@ -525,7 +528,10 @@ class ServerSession:
                 raise MissingClientCapability("sampling with tools needs protocol 2025-11-25 or later")
             self._require("sampling.tools", "offer tools in a sampling request")
         params = adapt(params, self.protocol_version or LATEST_HANDSHAKE_VERSION)
-        return await self.peer.request("sampling/createMessage", params, result_type=CreateMessageResult)
+        result: CreateMessageResult = await self.peer.request(
+            "sampling/createMessage", params, result_type=CreateMessageResult
+        )
+        return result
 
     async def elicit(self, params: ElicitRequestParams) -> ElicitResult:
         mode = params.mode if params.mode is not UNSET else "form"
@@ -546,12 +552,13 @@ class ServerSession:
             params = adapt(params, self.protocol_version or LATEST_HANDSHAKE_VERSION)
         except ValueError as exc:
             raise MissingClientCapability(str(exc)) from None
-        return await self.peer.request("elicitation/create", params, result_type=ElicitResult)
+        answer: ElicitResult = await self.peer.request("elicitation/create", params, result_type=ElicitResult)
+        return answer
 
     async def list_roots(self) -> list[Root]:
         self._require("roots", "list its roots")
-        result = await self.peer.request("roots/list", result_type=ListRootsResult)
-        return result.roots
+        result: ListRootsResult = await self.peer.request("roots/list", result_type=ListRootsResult)
+        return list(result.roots)
 
 
 class Context:
@@ -615,7 +622,7 @@ class Context:
             if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
                 return
             params = LoggingMessageNotificationParams(
-                level=level, data=data, logger=UNSET if logger is None else logger
+                level=cast(LoggingLevel, level), data=data, logger=UNSET if logger is None else logger
             )
             await self.session.peer.notify("notifications/message", params)
             return

@@ -118,7 +118,7 @@ class FollowRedirectHandler:
                     f"the authorization endpoint answered HTTP {response.status_code} "
                     "instead of redirecting back to the redirect URI"
                 )
-            target = urljoin(url, location)
+            target: str = urljoin(url, location)
             if same_endpoint(target, request.redirect_uri):
                 return target
             log.debug("authorization: following a redirect (HTTP %d)", response.status_code)

@@ -381,4 +381,4 @@ def result_type_of(result: Any) -> str:
         value = result.get("resultType", RESULT_COMPLETE)
     else:
         value = getattr(result, "result_type", RESULT_COMPLETE)
-    return RESULT_COMPLETE if value is UNSET or not isinstance(value, str) else value
+    return value if isinstance(value, str) else RESULT_COMPLETE

@@ -203,9 +203,10 @@ def _invalid_utf8(data: bytes | bytearray | memoryview | str) -> str | None:
     frame are not checked, so check the frame once (ASCII is the fast path)."""
     if type(data) is str:
         return None
-    if type(data) is memoryview:
+    if isinstance(data, memoryview):
         data = data.tobytes()
-    if data.isascii():  # type: ignore[union-attr]
+    assert not isinstance(data, str)
+    if data.isascii():
         return None
     try:
         codecs.utf_8_decode(data, "strict", True)
@@ -285,7 +286,8 @@ def coerce(value: Any, type_: type[T]) -> T:
         dec = _decoders.get(type_)
         if dec is None:
             dec = _decoders[type_] = msgspec.json.Decoder(type_)
-        return dec.decode(value)
+        decoded: T = dec.decode(value)
+        return decoded
     if isinstance(type_, type) and isinstance(value, type_):
         return value
     if value is UNSET or value is None:

@@ -88,9 +88,9 @@ __all__ = [
 MethodKind = Literal["request", "notification"]
 Side = Literal["client", "server"]
 Direction = Literal["client_to_server", "server_to_client", "both"]
-CLIENT_TO_SERVER: Final = "client_to_server"
-SERVER_TO_CLIENT: Final = "server_to_client"
-BOTH_DIRECTIONS: Final = "both"
+CLIENT_TO_SERVER: Final[Direction] = "client_to_server"
+SERVER_TO_CLIENT: Final[Direction] = "server_to_client"
+BOTH_DIRECTIONS: Final[Direction] = "both"
 
 
 @attrs.frozen(kw_only=True)
@@ -186,7 +186,9 @@ def _notification(
     )
 
 
-_C2S, _S2C, _BOTH = CLIENT_TO_SERVER, SERVER_TO_CLIENT, BOTH_DIRECTIONS
+_C2S: Direction = CLIENT_TO_SERVER
+_S2C: Direction = SERVER_TO_CLIENT
+_BOTH: Direction = BOTH_DIRECTIONS
 _LAST_HS = LATEST_HANDSHAKE_VERSION
 
 _SPECS: tuple[MethodSpec, ...] = (

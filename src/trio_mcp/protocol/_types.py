@@ -214,7 +214,7 @@ class McpStruct(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, r
     """Base of every MCP payload Struct."""
 
 
-class RequestParams(McpStruct, kw_only=True):
+class RequestParams(McpStruct, frozen=True, kw_only=True):
     """Params of a request with no other fields (``ping``, ``roots/list``,
     ``server/discover``). In 2026-07-28 ``_meta`` is required and carries the
     protocol version and client capabilities (see :func:`request_meta`)."""
@@ -222,13 +222,13 @@ class RequestParams(McpStruct, kw_only=True):
     meta: Meta = _meta()
 
 
-class PaginatedRequestParams(RequestParams, kw_only=True):
+class PaginatedRequestParams(RequestParams, frozen=True, kw_only=True):
     """Params of the ``*/list`` requests."""
 
     cursor: Cursor | UnsetType = UNSET
 
 
-class InputResponseRequestParams(RequestParams, kw_only=True):
+class InputResponseRequestParams(RequestParams, frozen=True, kw_only=True):
     """Params of a request that may be retried after an
     :class:`InputRequiredResult` (2026-07-28).
 
@@ -243,13 +243,13 @@ class InputResponseRequestParams(RequestParams, kw_only=True):
     request_state: str | UnsetType = UNSET
 
 
-class NotificationParams(McpStruct, kw_only=True):
+class NotificationParams(McpStruct, frozen=True, kw_only=True):
     """Params of a notification with no other fields."""
 
     meta: Meta = _meta()
 
 
-class Result(McpStruct, omit_defaults=False, kw_only=True):
+class Result(McpStruct, omit_defaults=False, frozen=True, kw_only=True):
     """Base of server results.
 
     ``result_type`` is always encoded (required by 2026-07-28, harmless before);
@@ -260,11 +260,11 @@ class Result(McpStruct, omit_defaults=False, kw_only=True):
     result_type: ResultType | UnsetType = RESULT_COMPLETE
 
 
-class PaginatedResult(Result, kw_only=True):
+class PaginatedResult(Result, frozen=True, kw_only=True):
     next_cursor: Cursor | UnsetType = UNSET
 
 
-class CacheableResult(Result, kw_only=True):
+class CacheableResult(Result, frozen=True, kw_only=True):
     """A result with a 2026 caching hint: ``ttl_ms`` (0: immediately stale) and
     ``cache_scope`` (``"private"``: never shared across authorization contexts).
     Both are always encoded; the defaults are the conservative choice."""
@@ -273,7 +273,7 @@ class CacheableResult(Result, kw_only=True):
     cache_scope: CacheScope | UnsetType = "private"
 
 
-class EmptyResult(Result, kw_only=True):
+class EmptyResult(Result, frozen=True, kw_only=True):
     """A result with no fields (``ping``, ``logging/setLevel``, subscribe...)."""
 
 
@@ -281,14 +281,14 @@ class EmptyResult(Result, kw_only=True):
 # Metadata
 
 
-class Icon(McpStruct, kw_only=True):
+class Icon(McpStruct, frozen=True, kw_only=True):
     src: str
     mime_type: str | UnsetType = UNSET
     sizes: list[str] | UnsetType = UNSET
     theme: Literal["light", "dark"] | UnsetType = UNSET
 
 
-class Implementation(McpStruct, kw_only=True):
+class Implementation(McpStruct, frozen=True, kw_only=True):
     """Name and version of an MCP client or server (``clientInfo`` / ``serverInfo``)."""
 
     name: str
@@ -303,23 +303,23 @@ class Implementation(McpStruct, kw_only=True):
 # Capabilities
 
 
-class RootsCapability(McpStruct, kw_only=True):
+class RootsCapability(McpStruct, frozen=True, kw_only=True):
     list_changed: bool | UnsetType = UNSET
 
 
-class SamplingCapability(McpStruct, kw_only=True):
+class SamplingCapability(McpStruct, frozen=True, kw_only=True):
     context: dict[str, Any] | UnsetType = UNSET
     tools: dict[str, Any] | UnsetType = UNSET
 
 
-class ElicitationCapability(McpStruct, kw_only=True):
+class ElicitationCapability(McpStruct, frozen=True, kw_only=True):
     """An empty object means form mode only (backward compatible)."""
 
     form: dict[str, Any] | UnsetType = UNSET
     url: dict[str, Any] | UnsetType = UNSET
 
 
-class ClientCapabilities(McpStruct, kw_only=True):
+class ClientCapabilities(McpStruct, frozen=True, kw_only=True):
     """What a client supports. In 2026-07-28 sent with every request in ``_meta``."""
 
     experimental: dict[str, dict[str, Any]] | UnsetType = UNSET
@@ -331,20 +331,20 @@ class ClientCapabilities(McpStruct, kw_only=True):
     extensions: dict[str, dict[str, Any]] | UnsetType = UNSET
 
 
-class PromptsCapability(McpStruct, kw_only=True):
+class PromptsCapability(McpStruct, frozen=True, kw_only=True):
     list_changed: bool | UnsetType = UNSET
 
 
-class ResourcesCapability(McpStruct, kw_only=True):
+class ResourcesCapability(McpStruct, frozen=True, kw_only=True):
     subscribe: bool | UnsetType = UNSET
     list_changed: bool | UnsetType = UNSET
 
 
-class ToolsCapability(McpStruct, kw_only=True):
+class ToolsCapability(McpStruct, frozen=True, kw_only=True):
     list_changed: bool | UnsetType = UNSET
 
 
-class ServerCapabilities(McpStruct, kw_only=True):
+class ServerCapabilities(McpStruct, frozen=True, kw_only=True):
     experimental: dict[str, dict[str, Any]] | UnsetType = UNSET
     logging: dict[str, Any] | UnsetType = UNSET
     completions: dict[str, Any] | UnsetType = UNSET
@@ -356,7 +356,7 @@ class ServerCapabilities(McpStruct, kw_only=True):
     extensions: dict[str, dict[str, Any]] | UnsetType = UNSET
 
 
-class RequestMeta(McpStruct, kw_only=True):
+class RequestMeta(McpStruct, frozen=True, kw_only=True):
     """Typed view of a request's ``_meta`` (2026-07-28 per-request fields).
 
     ``params.meta`` stays a plain dict on the wire types; build one with
@@ -408,13 +408,13 @@ def request_meta(
 # Content
 
 
-class Annotations(McpStruct, kw_only=True):
+class Annotations(McpStruct, frozen=True, kw_only=True):
     audience: list[Role] | UnsetType = UNSET
     priority: float | UnsetType = UNSET
     last_modified: str | UnsetType = UNSET
 
 
-class ResourceContents(McpStruct, kw_only=True):
+class ResourceContents(McpStruct, frozen=True, kw_only=True):
     """Contents of a resource: exactly one of ``text`` or ``blob`` (base64).
 
     Models the schema's ``TextResourceContents | BlobResourceContents`` (an
@@ -463,13 +463,13 @@ class ResourceContents(McpStruct, kw_only=True):
         return b"" if self.blob is UNSET else base64.b64decode(self.blob)
 
 
-class TextContent(McpStruct, tag_field="type", tag="text", kw_only=True):
+class TextContent(McpStruct, tag_field="type", tag="text", frozen=True, kw_only=True):
     text: str
     annotations: Annotations | UnsetType = UNSET
     meta: Meta = _meta()
 
 
-class ImageContent(McpStruct, tag_field="type", tag="image", kw_only=True):
+class ImageContent(McpStruct, tag_field="type", tag="image", frozen=True, kw_only=True):
     """``data`` is base64."""
 
     data: str
@@ -478,7 +478,7 @@ class ImageContent(McpStruct, tag_field="type", tag="image", kw_only=True):
     meta: Meta = _meta()
 
 
-class AudioContent(McpStruct, tag_field="type", tag="audio", kw_only=True):
+class AudioContent(McpStruct, tag_field="type", tag="audio", frozen=True, kw_only=True):
     """``data`` is base64. Since 2025-03-26."""
 
     data: str
@@ -487,7 +487,7 @@ class AudioContent(McpStruct, tag_field="type", tag="audio", kw_only=True):
     meta: Meta = _meta()
 
 
-class ResourceLink(McpStruct, tag_field="type", tag="resource_link", kw_only=True):
+class ResourceLink(McpStruct, tag_field="type", tag="resource_link", frozen=True, kw_only=True):
     """A link to a resource (not its contents). Since 2025-06-18."""
 
     uri: str
@@ -501,7 +501,7 @@ class ResourceLink(McpStruct, tag_field="type", tag="resource_link", kw_only=Tru
     meta: Meta = _meta()
 
 
-class EmbeddedResource(McpStruct, tag_field="type", tag="resource", kw_only=True):
+class EmbeddedResource(McpStruct, tag_field="type", tag="resource", frozen=True, kw_only=True):
     resource: ResourceContents
     annotations: Annotations | UnsetType = UNSET
     meta: Meta = _meta()
@@ -511,7 +511,7 @@ class EmbeddedResource(McpStruct, tag_field="type", tag="resource", kw_only=True
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
-class ToolUseContent(McpStruct, tag_field="type", tag="tool_use", kw_only=True):
+class ToolUseContent(McpStruct, tag_field="type", tag="tool_use", frozen=True, kw_only=True):
     """A tool call made by the model during sampling. Since 2025-11-25."""
 
     id: str
@@ -520,7 +520,7 @@ class ToolUseContent(McpStruct, tag_field="type", tag="tool_use", kw_only=True):
     meta: Meta = _meta()
 
 
-class ToolResultContent(McpStruct, tag_field="type", tag="tool_result", kw_only=True):
+class ToolResultContent(McpStruct, tag_field="type", tag="tool_result", frozen=True, kw_only=True):
     """The result of a :class:`ToolUseContent`, fed back in sampling. Since 2025-11-25."""
 
     tool_use_id: str
@@ -542,20 +542,20 @@ SamplingContent: TypeAlias = SamplingMessageContentBlock | list[SamplingMessageC
 # Lifecycle
 
 
-class InitializeRequestParams(RequestParams, kw_only=True):
+class InitializeRequestParams(RequestParams, frozen=True, kw_only=True):
     protocol_version: str
     capabilities: ClientCapabilities
     client_info: Implementation
 
 
-class InitializeResult(Result, kw_only=True):
+class InitializeResult(Result, frozen=True, kw_only=True):
     protocol_version: str
     capabilities: ServerCapabilities
     server_info: Implementation
     instructions: str | UnsetType = UNSET
 
 
-class DiscoverResult(CacheableResult, kw_only=True):
+class DiscoverResult(CacheableResult, frozen=True, kw_only=True):
     """Result of ``server/discover`` (2026-07-28). The server's
     :class:`Implementation` goes in ``_meta`` under :data:`META_SERVER_INFO`."""
 
@@ -568,7 +568,7 @@ class DiscoverResult(CacheableResult, kw_only=True):
 # Resources
 
 
-class Resource(McpStruct, kw_only=True):
+class Resource(McpStruct, frozen=True, kw_only=True):
     uri: str
     name: str
     title: str | UnsetType = UNSET
@@ -580,7 +580,7 @@ class Resource(McpStruct, kw_only=True):
     meta: Meta = _meta()
 
 
-class ResourceTemplate(McpStruct, kw_only=True):
+class ResourceTemplate(McpStruct, frozen=True, kw_only=True):
     uri_template: str
     name: str
     title: str | UnsetType = UNSET
@@ -591,33 +591,33 @@ class ResourceTemplate(McpStruct, kw_only=True):
     meta: Meta = _meta()
 
 
-class ListResourcesResult(CacheableResult, kw_only=True):
+class ListResourcesResult(CacheableResult, frozen=True, kw_only=True):
     resources: list[Resource]
     next_cursor: Cursor | UnsetType = UNSET
 
 
-class ListResourceTemplatesResult(CacheableResult, kw_only=True):
+class ListResourceTemplatesResult(CacheableResult, frozen=True, kw_only=True):
     resource_templates: list[ResourceTemplate]
     next_cursor: Cursor | UnsetType = UNSET
 
 
-class ReadResourceRequestParams(InputResponseRequestParams, kw_only=True):
+class ReadResourceRequestParams(InputResponseRequestParams, frozen=True, kw_only=True):
     uri: str
 
 
-class ReadResourceResult(CacheableResult, kw_only=True):
+class ReadResourceResult(CacheableResult, frozen=True, kw_only=True):
     contents: list[ResourceContents]
 
 
-class SubscribeRequestParams(RequestParams, kw_only=True):
+class SubscribeRequestParams(RequestParams, frozen=True, kw_only=True):
     uri: str
 
 
-class UnsubscribeRequestParams(RequestParams, kw_only=True):
+class UnsubscribeRequestParams(RequestParams, frozen=True, kw_only=True):
     uri: str
 
 
-class ResourceUpdatedNotificationParams(NotificationParams, kw_only=True):
+class ResourceUpdatedNotificationParams(NotificationParams, frozen=True, kw_only=True):
     uri: str
 
 
@@ -625,14 +625,14 @@ class ResourceUpdatedNotificationParams(NotificationParams, kw_only=True):
 # Prompts
 
 
-class PromptArgument(McpStruct, kw_only=True):
+class PromptArgument(McpStruct, frozen=True, kw_only=True):
     name: str
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     required: bool | UnsetType = UNSET
 
 
-class Prompt(McpStruct, kw_only=True):
+class Prompt(McpStruct, frozen=True, kw_only=True):
     name: str
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -641,22 +641,22 @@ class Prompt(McpStruct, kw_only=True):
     meta: Meta = _meta()
 
 
-class PromptMessage(McpStruct, kw_only=True):
+class PromptMessage(McpStruct, frozen=True, kw_only=True):
     role: Role
     content: ContentBlock
 
 
-class ListPromptsResult(CacheableResult, kw_only=True):
+class ListPromptsResult(CacheableResult, frozen=True, kw_only=True):
     prompts: list[Prompt]
     next_cursor: Cursor | UnsetType = UNSET
 
 
-class GetPromptRequestParams(InputResponseRequestParams, kw_only=True):
+class GetPromptRequestParams(InputResponseRequestParams, frozen=True, kw_only=True):
     name: str
     arguments: dict[str, str] | UnsetType = UNSET
 
 
-class GetPromptResult(Result, kw_only=True):
+class GetPromptResult(Result, frozen=True, kw_only=True):
     messages: list[PromptMessage]
     description: str | UnsetType = UNSET
 
@@ -665,7 +665,7 @@ class GetPromptResult(Result, kw_only=True):
 # Tools
 
 
-class ToolAnnotations(McpStruct, kw_only=True):
+class ToolAnnotations(McpStruct, frozen=True, kw_only=True):
     title: str | UnsetType = UNSET
     read_only_hint: bool | UnsetType = UNSET
     destructive_hint: bool | UnsetType = UNSET
@@ -673,13 +673,13 @@ class ToolAnnotations(McpStruct, kw_only=True):
     open_world_hint: bool | UnsetType = UNSET
 
 
-class ToolExecution(McpStruct, kw_only=True):
+class ToolExecution(McpStruct, frozen=True, kw_only=True):
     """2025-11-25 (tasks extension): whether a tool may run as a task."""
 
     task_support: Literal["forbidden", "optional", "required"] | UnsetType = UNSET
 
 
-class Tool(McpStruct, kw_only=True):
+class Tool(McpStruct, frozen=True, kw_only=True):
     """A tool. ``input_schema`` is a JSON Schema object with ``"type": "object"``."""
 
     name: str
@@ -693,17 +693,17 @@ class Tool(McpStruct, kw_only=True):
     meta: Meta = _meta()
 
 
-class ListToolsResult(CacheableResult, kw_only=True):
+class ListToolsResult(CacheableResult, frozen=True, kw_only=True):
     tools: list[Tool]
     next_cursor: Cursor | UnsetType = UNSET
 
 
-class CallToolRequestParams(InputResponseRequestParams, kw_only=True):
+class CallToolRequestParams(InputResponseRequestParams, frozen=True, kw_only=True):
     name: str
     arguments: dict[str, Any] | UnsetType = UNSET
 
 
-class CallToolResult(Result, kw_only=True):
+class CallToolResult(Result, frozen=True, kw_only=True):
     """``structured_content`` is any JSON value in 2026-07-28, an object in
     2025-06-18 / 2025-11-25 (:func:`adapt` drops non-objects there)."""
 
@@ -716,11 +716,11 @@ class CallToolResult(Result, kw_only=True):
 # Logging
 
 
-class SetLevelRequestParams(RequestParams, kw_only=True):
+class SetLevelRequestParams(RequestParams, frozen=True, kw_only=True):
     level: LoggingLevel
 
 
-class LoggingMessageNotificationParams(NotificationParams, kw_only=True):
+class LoggingMessageNotificationParams(NotificationParams, frozen=True, kw_only=True):
     level: LoggingLevel
     data: Any
     logger: str | UnsetType = UNSET
@@ -730,12 +730,12 @@ class LoggingMessageNotificationParams(NotificationParams, kw_only=True):
 # Completion
 
 
-class PromptReference(McpStruct, tag_field="type", tag="ref/prompt", kw_only=True):
+class PromptReference(McpStruct, tag_field="type", tag="ref/prompt", frozen=True, kw_only=True):
     name: str
     title: str | UnsetType = UNSET
 
 
-class ResourceTemplateReference(McpStruct, tag_field="type", tag="ref/resource", kw_only=True):
+class ResourceTemplateReference(McpStruct, tag_field="type", tag="ref/resource", frozen=True, kw_only=True):
     """``uri`` is a URI or URI template."""
 
     uri: str
@@ -746,22 +746,22 @@ ResourceReference = ResourceTemplateReference
 Reference: TypeAlias = PromptReference | ResourceTemplateReference
 
 
-class CompletionArgument(McpStruct, kw_only=True):
+class CompletionArgument(McpStruct, frozen=True, kw_only=True):
     name: str
     value: str
 
 
-class CompletionContext(McpStruct, kw_only=True):
+class CompletionContext(McpStruct, frozen=True, kw_only=True):
     arguments: dict[str, str] | UnsetType = UNSET
 
 
-class CompleteRequestParams(RequestParams, kw_only=True):
+class CompleteRequestParams(RequestParams, frozen=True, kw_only=True):
     ref: Reference
     argument: CompletionArgument
     context: CompletionContext | UnsetType = UNSET
 
 
-class Completion(McpStruct, kw_only=True):
+class Completion(McpStruct, frozen=True, kw_only=True):
     """At most 100 ``values``."""
 
     values: list[str]
@@ -769,7 +769,7 @@ class Completion(McpStruct, kw_only=True):
     has_more: bool | UnsetType = UNSET
 
 
-class CompleteResult(Result, kw_only=True):
+class CompleteResult(Result, frozen=True, kw_only=True):
     completion: Completion
 
 
@@ -777,28 +777,28 @@ class CompleteResult(Result, kw_only=True):
 # Sampling
 
 
-class ModelHint(McpStruct, kw_only=True):
+class ModelHint(McpStruct, frozen=True, kw_only=True):
     name: str | UnsetType = UNSET
 
 
-class ModelPreferences(McpStruct, kw_only=True):
+class ModelPreferences(McpStruct, frozen=True, kw_only=True):
     hints: list[ModelHint] | UnsetType = UNSET
     cost_priority: float | UnsetType = UNSET
     speed_priority: float | UnsetType = UNSET
     intelligence_priority: float | UnsetType = UNSET
 
 
-class ToolChoice(McpStruct, kw_only=True):
+class ToolChoice(McpStruct, frozen=True, kw_only=True):
     mode: Literal["auto", "required", "none"] | UnsetType = UNSET
 
 
-class SamplingMessage(McpStruct, kw_only=True):
+class SamplingMessage(McpStruct, frozen=True, kw_only=True):
     role: Role
     content: SamplingContent
     meta: Meta = _meta()
 
 
-class CreateMessageRequestParams(RequestParams, kw_only=True):
+class CreateMessageRequestParams(RequestParams, frozen=True, kw_only=True):
     messages: list[SamplingMessage]
     max_tokens: int
     model_preferences: ModelPreferences | UnsetType = UNSET
@@ -811,7 +811,7 @@ class CreateMessageRequestParams(RequestParams, kw_only=True):
     tool_choice: ToolChoice | UnsetType = UNSET
 
 
-class CreateMessageResult(McpStruct, kw_only=True):
+class CreateMessageResult(McpStruct, frozen=True, kw_only=True):
     """A client result: no ``resultType`` (also a 2026 input response)."""
 
     role: Role
@@ -825,13 +825,13 @@ class CreateMessageResult(McpStruct, kw_only=True):
 # Roots
 
 
-class Root(McpStruct, kw_only=True):
+class Root(McpStruct, frozen=True, kw_only=True):
     uri: str
     name: str | UnsetType = UNSET
     meta: Meta = _meta()
 
 
-class ListRootsResult(McpStruct, kw_only=True):
+class ListRootsResult(McpStruct, frozen=True, kw_only=True):
     """A client result: no ``resultType`` (also a 2026 input response)."""
 
     roots: list[Root]
@@ -842,14 +842,14 @@ class ListRootsResult(McpStruct, kw_only=True):
 # Elicitation
 
 
-class EnumOption(McpStruct, kw_only=True):
+class EnumOption(McpStruct, frozen=True, kw_only=True):
     """One titled option of an enum field (``{"const": ..., "title": ...}``)."""
 
     const: str
     title: str
 
 
-class MultiSelectItems(McpStruct, kw_only=True):
+class MultiSelectItems(McpStruct, frozen=True, kw_only=True):
     """``items`` of a multi-select field: ``enum`` (untitled) or ``any_of`` (titled)."""
 
     type: Literal["string"] | UnsetType = UNSET
@@ -857,7 +857,7 @@ class MultiSelectItems(McpStruct, kw_only=True):
     any_of: list[EnumOption] | UnsetType = UNSET
 
 
-class PrimitiveSchemaDefinition(McpStruct, kw_only=True):
+class PrimitiveSchemaDefinition(McpStruct, frozen=True, kw_only=True):
     """Schema of one elicitation form field.
 
     One Struct for the schema's untagged union ``StringSchema | NumberSchema |
@@ -921,7 +921,7 @@ class PrimitiveSchemaDefinition(McpStruct, kw_only=True):
         return cls(type="array", items=items, **kw)
 
 
-class ElicitRequestedSchema(McpStruct, omit_defaults=False, kw_only=True):
+class ElicitRequestedSchema(McpStruct, omit_defaults=False, frozen=True, kw_only=True):
     """The flat object schema of an elicitation form (``type`` is always sent)."""
 
     properties: dict[str, PrimitiveSchemaDefinition]
@@ -930,7 +930,7 @@ class ElicitRequestedSchema(McpStruct, omit_defaults=False, kw_only=True):
     schema: str | UnsetType = field(default=UNSET, name="$schema")
 
 
-class ElicitRequestParams(RequestParams, kw_only=True):
+class ElicitRequestParams(RequestParams, frozen=True, kw_only=True):
     """Params of ``elicitation/create``: form mode or (since 2025-11-25) URL mode.
 
     One Struct for the schema's ``ElicitRequestFormParams |
@@ -975,7 +975,7 @@ class ElicitRequestParams(RequestParams, kw_only=True):
         return cls(message=message, mode="url", url=url, elicitation_id=elicitation_id, meta=meta)
 
 
-class ElicitResult(McpStruct, kw_only=True):
+class ElicitResult(McpStruct, frozen=True, kw_only=True):
     """A client result: no ``resultType`` (also a 2026 input response).
 
     ``content`` values are strings, integers, booleans or (multi-select, since
@@ -988,7 +988,7 @@ class ElicitResult(McpStruct, kw_only=True):
     meta: Meta = _meta()
 
 
-class ElicitationCompleteNotificationParams(NotificationParams, kw_only=True):
+class ElicitationCompleteNotificationParams(NotificationParams, frozen=True, kw_only=True):
     """``notifications/elicitation/complete`` (2025-11-25)."""
 
     elicitation_id: str
@@ -998,12 +998,12 @@ class ElicitationCompleteNotificationParams(NotificationParams, kw_only=True):
 # Notifications
 
 
-class CancelledNotificationParams(NotificationParams, kw_only=True):
+class CancelledNotificationParams(NotificationParams, frozen=True, kw_only=True):
     request_id: int | str
     reason: str | UnsetType = UNSET
 
 
-class ProgressNotificationParams(NotificationParams, kw_only=True):
+class ProgressNotificationParams(NotificationParams, frozen=True, kw_only=True):
     progress_token: ProgressToken
     progress: float
     total: float | UnsetType = UNSET
@@ -1014,19 +1014,21 @@ class ProgressNotificationParams(NotificationParams, kw_only=True):
 # Stateless era (2026-07-28)
 
 
-class CreateMessageRequest(McpStruct, tag_field="method", tag="sampling/createMessage", kw_only=True):
+class CreateMessageRequest(
+    McpStruct, tag_field="method", tag="sampling/createMessage", frozen=True, kw_only=True
+):
     """A sampling input request inside :class:`InputRequiredResult`."""
 
     params: CreateMessageRequestParams
 
 
-class ListRootsRequest(McpStruct, tag_field="method", tag="roots/list", kw_only=True):
+class ListRootsRequest(McpStruct, tag_field="method", tag="roots/list", frozen=True, kw_only=True):
     """A roots input request inside :class:`InputRequiredResult`."""
 
     params: RequestParams | UnsetType = UNSET
 
 
-class ElicitRequest(McpStruct, tag_field="method", tag="elicitation/create", kw_only=True):
+class ElicitRequest(McpStruct, tag_field="method", tag="elicitation/create", frozen=True, kw_only=True):
     """An elicitation input request inside :class:`InputRequiredResult`."""
 
     params: ElicitRequestParams
@@ -1040,7 +1042,7 @@ InputRequests: TypeAlias = dict[str, InputRequest]
 InputResponses: TypeAlias = dict[str, Any]
 
 
-class InputRequiredResult(Result, kw_only=True):
+class InputRequiredResult(Result, frozen=True, kw_only=True):
     """The server needs client input before it can complete the request: the
     client fulfils ``input_requests`` and retries with ``inputResponses`` and
     ``requestState``. At least one of the two fields must be set."""
@@ -1050,7 +1052,7 @@ class InputRequiredResult(Result, kw_only=True):
     request_state: str | UnsetType = UNSET
 
 
-class SubscriptionFilter(McpStruct, kw_only=True):
+class SubscriptionFilter(McpStruct, frozen=True, kw_only=True):
     """Notification types opted in to on a ``subscriptions/listen`` stream."""
 
     tools_list_changed: bool | UnsetType = UNSET
@@ -1059,18 +1061,18 @@ class SubscriptionFilter(McpStruct, kw_only=True):
     resource_subscriptions: list[str] | UnsetType = UNSET
 
 
-class SubscriptionsListenRequestParams(RequestParams, kw_only=True):
+class SubscriptionsListenRequestParams(RequestParams, frozen=True, kw_only=True):
     notifications: SubscriptionFilter
 
 
-class SubscriptionsListenResult(Result, kw_only=True):
+class SubscriptionsListenResult(Result, frozen=True, kw_only=True):
     """Sent when the server ends a subscription; ``_meta`` must carry
     :data:`META_SUBSCRIPTION_ID` (the listen request's id)."""
 
     meta: dict[str, Any] = field(name="_meta")
 
 
-class SubscriptionsAcknowledgedNotificationParams(NotificationParams, kw_only=True):
+class SubscriptionsAcknowledgedNotificationParams(NotificationParams, frozen=True, kw_only=True):
     """First notification on a subscription stream: what the server honours.
     ``_meta`` carries :data:`META_SUBSCRIPTION_ID`."""
 

@@ -125,6 +125,9 @@ class _Media:
 
     _kind: ClassVar[str]
 
+    def to_content(self) -> ContentBlock:
+        raise NotImplementedError
+
     data: bytes | str | os.PathLike[str]
     mime_type: str | None = None
     annotations: Annotations | UnsetType = attrs.field(default=UNSET, kw_only=True)
@@ -285,7 +288,8 @@ def _prompt_content(content: Any) -> ContentBlock:
         return EmbeddedResource(resource=content)
     if isinstance(content, dict):
         try:
-            return msgspec.convert(content, ContentBlock)  # type: ignore[arg-type]
+            block: ContentBlock = msgspec.convert(content, ContentBlock)
+            return block
         except msgspec.ValidationError as exc:
             raise TypeError(f"invalid prompt message content {content!r}: {exc}") from None
     raise TypeError(

@@ -189,7 +189,10 @@ class LowLevelServer:
         self, stream: MessageStream, nursery: trio.Nursery, *, name: str = "server"
     ) -> ServerSession:
         """Start a session in ``nursery``; returns once it is serving."""
-        return await nursery.start(ServerSession(self, stream, limits=self.limits, name=name).run)
+        session: ServerSession = await nursery.start(
+            ServerSession(self, stream, limits=self.limits, name=name).run
+        )
+        return session
 
 
 def encode_cursor(offset: int) -> str:

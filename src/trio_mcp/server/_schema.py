@@ -123,8 +123,9 @@ def _hint_target(func: Callable[..., Any]) -> Any:
     if inspect.isfunction(func) or inspect.ismethod(func) or inspect.isbuiltin(func):
         return func
     if isinstance(func, type):
-        return func.__init__  # the signature of a class is its constructor's
-    call = getattr(type(func), "__call__", None)
+        # the signature of a class is its constructor's (mypy flags __init__ on an instance; this is a class)
+        return func.__init__  # type: ignore[misc]
+    call = getattr(type(func), "__call__", None)  # noqa: B004 (the class's __call__, for its signature)
     return call if call is not None else func
 
 
@@ -180,7 +181,7 @@ def _has_description(tp: Any) -> bool:
 def _optional(tp: Any) -> Any:
     """``tp | None``, keeping ``Annotated`` metadata on the outside."""
     if typing.get_origin(tp) is Annotated:
-        return Annotated[(_optional(tp.__origin__), *tp.__metadata__)]  # type: ignore[return-value]
+        return Annotated[(_optional(tp.__origin__), *tp.__metadata__)]
     return Union[tp, None]  # noqa: UP007
 
 

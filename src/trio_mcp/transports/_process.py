@@ -97,7 +97,8 @@ def _pidfd_open(pid: int) -> int | None:
     if opener is None:
         return None
     try:
-        return opener(pid)
+        fd: int = opener(pid)
+        return fd
     except OSError:  # old kernel, seccomp...
         return None
 
@@ -220,7 +221,8 @@ def spawn(
             cwd=cwd,
             close_fds=True,
             start_new_session=True,
-            preexec_fn=_pdeathsig_preexec() if parent_death_signal else None,
+            # the parent-death signal can only be set in the child (prctl); it runs no Python locks
+            preexec_fn=_pdeathsig_preexec() if parent_death_signal else None,  # noqa: PLW1509
         )
     except BaseException:
         for fd in ours:

@@ -101,15 +101,19 @@ class MemoryStream:
 
     async def send(self, message: Any) -> None:
         other = self._other
-        if other is not None and other._direct is not None and type(message) in _DIRECT_KINDS:
-            # Only while the reader waits in receive() with nothing queued or
-            # handed to it yet: then no earlier frame can be overtaken.
-            if other._waiting:
-                frame = decode(encode(message)) if self._bytes else message
-                if other._direct(frame):
-                    self.direct_deliveries += 1
-                    await trio.lowlevel.checkpoint_if_cancelled()
-                    return
+        # Only while the reader waits in receive() with nothing queued or
+        # handed to it yet: then no earlier frame can be overtaken.
+        if (
+            other is not None
+            and other._direct is not None
+            and type(message) in _DIRECT_KINDS
+            and other._waiting
+        ):
+            frame = decode(encode(message)) if self._bytes else message
+            if other._direct(frame):
+                self.direct_deliveries += 1
+                await trio.lowlevel.checkpoint_if_cancelled()
+                return
         item = encode(message) if self._bytes else message
         try:
             # Room in the buffer: deliver without a schedule point (the
