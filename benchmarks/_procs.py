@@ -14,12 +14,13 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from _report import find, label, sdk_env
+from _report import find, label, load_average, sdk_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -29,6 +30,7 @@ DRIVERS = HERE / "drivers"
 NPM_DIR = ROOT / "tests" / "interop"
 PINNED_NODE = NPM_DIR / "node_modules" / ".bin" / "node"
 SERVER_START_TIMEOUT = 30.0
+T = TypeVar("T")
 STOP_TIMEOUT = 5.0
 
 
@@ -253,6 +255,62 @@ def ratio_table(ratios: dict[str, dict[str, dict[str, Any]]], rounds: Sequence[i
             cells = [f"{value['rounds'][str(n)]:.2f}" if str(n) in value["rounds"] else "n/a" for n in rounds]
             body.append((name, key, f"{value['median']:.2f}", *cells))
     return text_table(header, body, left=2)
+
+
+#: The columns of :func:`median_table` after the grouping keys: (metric, title, digits).
+MEDIAN_COLUMNS = (
+    ("calls_per_s", "calls/s", 0),
+    ("p50_us", "p50 µs", 0),
+    ("p99_us", "p99 µs", 0),
+    ("server_cpu_us", "server CPU µs/call", 1),
+    ("driver_cpu_us", "driver CPU µs/call", 1),
+)
+
+
+def median_table(entries: Sequence[dict[str, Any]], keys: Sequence[tuple[str, str]]) -> str:
+    """The entries of :func:`medians`: its ``keys`` (field, title), then
+    each of :data:`MEDIAN_COLUMNS` as ``median (min–max)``."""
+    header = (*(title for _, title in keys), *(title for _, title, _ in MEDIAN_COLUMNS))
+    body = [
+        (
+            *(str(m[field]) for field, _ in keys),
+            *(fmt_spread(m.get(metric), digits) for metric, _, digits in MEDIAN_COLUMNS),
+        )
+        for m in entries
+    ]
+    return "median over the rounds (min–max):\n" + text_table(header, body, left=len(keys) - 1)
+
+
+def load_line(rounds: Sequence[dict[str, Any]]) -> str:
+    return "load average (1 min) per round: " + ", ".join(
+        f"round {r['round']} {r['load_before']}→{r['load_after']}" for r in rounds
+    )
+
+
+def run_rounds(
+    count: int, targets: Sequence[T], name: Callable[[T], str], run: Callable[[T, int], None], tag: str
+) -> tuple[list[dict[str, Any]], str | None]:
+    """``run(target, round)`` for every target in each of ``count`` rounds,
+    one at a time, the order rotated by one every round; the 1-minute load
+    average before and after each round. Stops at the first failure
+    (``RuntimeError``, ``OSError``, a subprocess error) and returns it as text."""
+    rounds: list[dict[str, Any]] = []
+    failure = None
+    for n in range(1, count + 1):
+        info: dict[str, Any] = {"round": n, "load_before": load_average()}
+        shift = (n - 1) % len(targets)
+        for target in [*targets[shift:], *targets[:shift]]:
+            print(f"[{tag}] round {n}/{count}: {name(target)}", file=sys.stderr, flush=True)
+            try:
+                run(target, n)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                failure = f"round {n}, {name(target)}: {exc}"
+                break
+        info["load_after"] = load_average()
+        rounds.append(info)
+        if failure is not None:
+            break
+    return rounds, failure
 
 
 def fmt_spread(s: dict[str, float] | None, digits: int = 0) -> str:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +58,8 @@ from _procs import (
     UrlServer,
     clock_ticks,
     fmt_spread,
+    load_line,
+    median_table,
     medians,
     missing_parts,
     node_binary,
@@ -68,8 +69,8 @@ from _procs import (
     ratio_table,
     round_ratios,
     run_driver,
+    run_rounds,
     sdk_version,
-    text_table,
 )
 from _report import default_warmup, load_average, sdk_env
 
@@ -223,36 +224,13 @@ def print_report(doc: dict[str, Any]) -> None:
         "access log off"
     )
     print(f"peers: official SDK {s.get('sdk_version')} on uvicorn; TypeScript SDK {s.get('ts_sdk_version')}")
-    print(
-        "load average (1 min) per round: "
-        + ", ".join(f"round {r['round']} {r['load_before']}→{r['load_after']}" for r in doc["rounds"])
-    )
+    print(load_line(doc["rounds"]))
     print()
-    header = (
-        "server",
-        "era",
-        "callers",
-        "calls/s",
-        "p50 µs",
-        "p99 µs",
-        "server CPU µs/call",
-        "driver CPU µs/call",
-    )
-    body = [
-        (
-            m["impl"],
-            m["era"],
-            str(m["concurrency"]),
-            fmt_spread(m.get("calls_per_s")),
-            fmt_spread(m.get("p50_us")),
-            fmt_spread(m.get("p99_us")),
-            fmt_spread(m.get("server_cpu_us")),
-            fmt_spread(m.get("driver_cpu_us")),
+    print(
+        median_table(
+            doc["summary"]["medians"], (("impl", "server"), ("era", "era"), ("concurrency", "callers"))
         )
-        for m in doc["summary"]["medians"]
-    ]
-    print("median over the rounds (min–max):")
-    print(text_table(header, body, left=2))
+    )
     rss = {m["impl"]: m["peak_rss_mb"] for m in doc["summary"]["medians"] if m.get("peak_rss_mb")}
     print("server peak RSS MB: " + ", ".join(f"{k} {fmt_spread(v, 1)}" for k, v in rss.items()))
     print()
@@ -326,23 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     if any(t.sdk_venv for t in args.targets):
         settings["sdk_version"] = sdk_version(args.sdk_python)
     rows: list[dict[str, Any]] = []
-    rounds: list[dict[str, Any]] = []
-    failure = None
-    for n in range(1, args.rounds + 1):
-        info: dict[str, Any] = {"round": n, "load_before": load_average()}
-        shift = (n - 1) % len(args.targets)
-        order = args.targets[shift:] + args.targets[:shift]
-        for target in order:
-            progress(f"round {n}/{args.rounds}: {target.name}")
-            try:
-                rows += run_target(target, n, args)
-            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-                failure = f"round {n}, {target.name}: {exc}"
-                break
-        info["load_after"] = load_average()
-        rounds.append(info)
-        if failure is not None:
-            break
+
+    def run(target: Target, round_no: int) -> None:
+        rows.extend(run_target(target, round_no, args))
+
+    rounds, failure = run_rounds(args.rounds, args.targets, lambda t: t.name, run, "bench_http_neutral")
     doc = {
         "bench": BENCH,
         "settings": settings,

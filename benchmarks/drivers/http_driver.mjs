@@ -22,8 +22,7 @@
 // window count. Prints one JSON line per row on stdout:
 //   {"era":..,"concurrency":..,"calls":..,"seconds":..,"calls_per_s":..,"mean_us":..,
 //    "p50_us":..,"p99_us":..,"server_cpu_us":..,"driver_cpu_us":..,"content_type":..}
-import { readFileSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
+import { measure } from './_measure.mjs';
 import { requirePinned } from './_npm.mjs';
 
 const { Pool } = requirePinned('undici');
@@ -37,12 +36,6 @@ const opts = JSON.parse(process.argv[2]);
 const target = new URL(opts.url);
 const pool = new Pool(target.origin, { connections: opts.connections, pipelining: 1 });
 const path = target.pathname;
-
-function serverCpuTicks() {
-  const stat = readFileSync(`/proc/${opts.serverPid}/stat`, 'latin1');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
-}
 
 /** The JSON-RPC answer in a body, JSON or an SSE stream (its first non-empty `data:` answer). */
 function answerOf(text, contentType) {
@@ -136,13 +129,6 @@ async function callShape(era) {
   return { headers, params };
 }
 
-function percentile(sorted, q) {
-  const rank = Math.max(1, Math.ceil((q / 100) * sorted.length));
-  return sorted[Math.min(rank, sorted.length) - 1];
-}
-
-const round1 = (x) => Math.round(x * 10) / 10;
-
 async function runRow(era, shape, concurrency, warmup) {
   const tail = `,"method":"tools/call","params":${JSON.stringify(shape.params)}}`;
   let nextId = 1;
@@ -161,61 +147,17 @@ async function runRow(era, shape, concurrency, warmup) {
     if (status !== 200 || !text.includes('"result"')) throw new Error(`${era} tools/call: HTTP ${status} ${text}`);
   }
 
-  const latencies = [];
-  let measuring = false;
-  let stopped = false;
-  let t0 = 0;
-  let t1 = 0;
-  let cpu0 = 0;
-  let cpu1 = 0;
-  let own0 = null;
-  let own1 = null;
-  const startTimer = setTimeout(() => {
-    cpu0 = serverCpuTicks();
-    own0 = process.cpuUsage();
-    t0 = performance.now();
-    measuring = true;
-  }, warmup * 1e3);
-  const endTimer = setTimeout(
-    () => {
-      t1 = performance.now();
-      cpu1 = serverCpuTicks();
-      own1 = process.cpuUsage(own0);
-      measuring = false;
-      stopped = true;
-    },
-    (warmup + opts.seconds) * 1e3,
-  );
-
-  async function caller() {
-    while (!stopped) {
-      const begin = performance.now();
-      await call();
-      if (measuring) latencies.push(performance.now() - begin);
-    }
-  }
-  try {
-    await Promise.all(Array.from({ length: concurrency }, caller));
-  } finally {
-    clearTimeout(startTimer);
-    clearTimeout(endTimer);
-  }
-  if (!latencies.length) throw new Error(`${era} x${concurrency}: no call completed in the measured window`);
-  const seconds = (t1 - t0) / 1e3;
-  const calls = latencies.length;
-  latencies.sort((a, b) => a - b);
-  const sum = latencies.reduce((a, b) => a + b, 0);
+  const row = await measure({
+    call,
+    concurrency,
+    warmup,
+    seconds: opts.seconds,
+    pid: opts.serverPid,
+    clockTicks: opts.clockTicks,
+  });
   return {
     era,
-    concurrency,
-    calls,
-    seconds: Math.round(seconds * 1e3) / 1e3,
-    calls_per_s: round1(calls / seconds),
-    mean_us: round1((sum / calls) * 1e3),
-    p50_us: round1(percentile(latencies, 50) * 1e3),
-    p99_us: round1(percentile(latencies, 99) * 1e3),
-    server_cpu_us: round1((((cpu1 - cpu0) / opts.clockTicks) * 1e6) / calls),
-    driver_cpu_us: round1((own1.user + own1.system) / calls),
+    ...row,
     content_type: contentType.split(';')[0],
   };
 }
