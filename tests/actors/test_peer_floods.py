@@ -13,6 +13,7 @@ Real processes need real time; every wait is bounded by ``fail_after``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp import McpError, PeerLimits, ServerOverloaded, open_session
+from trio_mcp import McpError, Peer, PeerLimits, ServerOverloaded, open_session
 from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
 
 GATED = str(Path(__file__).parent / "fixtures" / "gated_server.py")
@@ -245,3 +246,55 @@ async def test_a_batch_over_the_limit_is_refused_at_once_with_one_error(release_
             await client.wait_for(3)
             assert client.answers[size] == {"jsonrpc": "2.0", "id": size, "result": {}}
             assert client.tally() == (1, 0, 0)
+
+
+# ---------------------------------------------------------------- logs under a flood
+
+FLOOD = str(Path(__file__).parent / "fixtures" / "flood_server.py")
+
+
+class _Stuck:
+    """A dispatcher whose notification handler never returns: its queue fills."""
+
+    async def handle_request(self, request: Any) -> Any:
+        raise McpError("no requests here")
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        await trio.sleep_forever()
+
+    def handle_notification_inline(self, method: str, params: Any) -> bool:
+        return False
+
+
+async def test_a_flood_of_dropped_notifications_and_garbage_logs_a_few_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    notes, garbage = 100_000, 10_000
+    caplog.set_level(logging.WARNING, logger="trio_mcp")
+    params = StdioServerParameters(command=sys.executable, args=[FLOOD])
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            stream = await nursery.start(StdioTransport(params).run)
+            peer = Peer(stream, _Stuck(), name="flooded")
+            await nursery.start(peer.run)
+            # The answer comes after the whole flood (in order on the pipe).
+            await peer.request("flood", {"notifications": notes, "garbage": garbage})
+            stats = peer.statistics()
+            await peer.aclose()
+            nursery.cancel_scope.cancel()
+    # The handler took one, the queue holds its limit, the rest were dropped.
+    queued = LIMITS.max_queued_notifications
+    assert stats.notifications_dropped in (notes - queued - 1, notes - queued)
+    assert stats.invalid_frames == garbage
+    records = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    dropped = [
+        r
+        for r in records
+        if "notification queue full" in r.getMessage() or "(dropped notifications)" in r.getMessage()
+    ]
+    not_json = [r for r in records if "not JSON" in r.getMessage()]
+    # A few lines (the first, a summary every warning_interval, one at close),
+    # which together count every occurrence.
+    assert len(records) <= 12, [r.getMessage() for r in records]
+    assert sum(r.repeated for r in dropped) == stats.notifications_dropped  # type: ignore[attr-defined]
+    assert sum(r.repeated for r in not_json) == garbage  # type: ignore[attr-defined]

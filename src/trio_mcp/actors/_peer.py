@@ -38,7 +38,7 @@ import outcome
 import trio
 from msgspec import UNSET, Struct
 
-from .._util import check_positive, describe, numeric_fields
+from .._util import DEFAULT_WARNING_INTERVAL, RepeatedWarnings, check_positive, describe, numeric_fields
 from ..protocol import (
     ConnectionClosed,
     ErrorResponse,
@@ -124,6 +124,9 @@ class PeerLimits:
     max_batch_items: int = 1024
     #: Seconds a shielded ``notifications/cancelled`` send may take.
     cancel_send_timeout: float = 1.0
+    #: Seconds between two log lines about the same repeated problem (dropped
+    #: notifications): the ones in between are counted and summarized.
+    warning_interval: float = DEFAULT_WARNING_INTERVAL
     #: Seconds in-flight handlers may run on after the other side closed its
     #: end cleanly (EOF) before they are cancelled.
     drain_grace: float = 2.0
@@ -391,6 +394,7 @@ class Peer:
         self._cancelled_by_peer = 0
         self._notifications_dropped = 0
         self._reads_paused = 0
+        self._warnings = RepeatedWarnings(log, interval=self.limits.warning_interval)
         self._unmatched = 0
         self._invalid = 0
 
@@ -507,6 +511,7 @@ class Peer:
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
+        self._warnings.flush()
         if getattr(type(self.stream), "set_direct", None) is not None:
             self.stream.set_direct(None)  # type: ignore[attr-defined]
         if getattr(type(self.stream), "set_inline", None) is not None:
@@ -618,7 +623,9 @@ class Peer:
             self._notif_send.send_nowait(note)
         except trio.WouldBlock:
             self._notifications_dropped += 1
-            log.warning("%s: notification queue full, dropped %s", self.name, method)
+            self._warnings.warning(
+                "dropped notifications", "%s: notification queue full, dropped %s", self.name, method
+            )
         except trio.ClosedResourceError:
             pass
 
