@@ -12,6 +12,7 @@ from ._peer import (
     PeerLimits,
     PeerStatistics,
     ProgressCallback,
+    oversized_batch,
 )
 
 #: Names imported on first use (the client, connection and host actors).
@@ -61,4 +62,5 @@ __all__ = [
     "Dispatcher",
     "ProgressCallback",
     "NON_CANCELLABLE",
+    "oversized_batch",
 ]

@@ -265,7 +265,7 @@ class ClientSession:
                 # Before the handshake is done, the handshake's own ConnectionClosed
                 # (which names this failure) is the one error the caller gets.
 
-        with collapse_groups():
+        with collapse_groups(causes=(TransportError,)):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(run_peer)
@@ -888,9 +888,13 @@ def _decode(params: Any, type_: Any, method: str) -> Any:
 
 @asynccontextmanager
 async def open_session(stream: MessageStream, **options: Any) -> AsyncIterator[ClientSession]:
-    """Run a :class:`ClientSession` over ``stream`` for the ``async with`` body."""
+    """Run a :class:`ClientSession` over ``stream`` for the ``async with`` body.
+
+    A failure comes out as one typed error: a call's :class:`ConnectionClosed`
+    (its cause the :class:`TransportError` that broke the session), or the
+    ``TransportError`` itself when the body was not calling; never a group."""
     session = ClientSession(stream, **options)
-    with collapse_groups():
+    with collapse_groups(causes=(TransportError,)):
         async with trio.open_nursery() as nursery:
             await nursery.start(session.run)
             try:

@@ -15,7 +15,10 @@ The read loop never awaits a consumer:
 * a notification enters the notification queue with ``send_nowait``; when
   that queue is full it is dropped and counted (see :class:`PeerLimits`);
 * error answers that the read loop itself produces go through a bounded
-  outbox served by its own task.
+  outbox served by its own task. When that outbox is full the other side is
+  not reading our answers: the read loop then waits for room (backpressure:
+  it stops reading from a peer that does not read) instead of dropping an
+  answer. Every request gets an answer.
 
 Blocking the read loop would also block responses, and deadlock handlers that
 wait on the peer.
@@ -35,7 +38,7 @@ import outcome
 import trio
 from msgspec import UNSET, Struct
 
-from .._util import check_positive, describe, numeric_fields
+from .._util import DEFAULT_WARNING_INTERVAL, RepeatedWarnings, check_positive, describe, numeric_fields
 from ..protocol import (
     ConnectionClosed,
     ErrorResponse,
@@ -64,6 +67,7 @@ __all__ = [
     "PeerLimits",
     "PeerStatistics",
     "ProgressCallback",
+    "oversized_batch",
 ]
 
 log = logging.getLogger("trio_mcp.peer")
@@ -111,10 +115,18 @@ class PeerLimits:
     #: ``on_progress`` callback.
     max_queued_notifications: int = 1024
     #: Error answers produced by the read loop (parse errors, overload)
-    #: waiting to be written; one more is dropped and counted.
+    #: waiting to be written; when full, the read loop stops reading until
+    #: there is room (the other side is not reading our answers), counted in
+    #: ``reads_paused``. No answer is ever dropped.
     max_queued_replies: int = 256
+    #: Messages in one inbound JSON-RPC batch; a larger batch is refused at
+    #: once with one -32600 error (id null) and none of it is served.
+    max_batch_items: int = 1024
     #: Seconds a shielded ``notifications/cancelled`` send may take.
     cancel_send_timeout: float = 1.0
+    #: Seconds between two log lines about the same repeated problem (dropped
+    #: notifications): the ones in between are counted and summarized.
+    warning_interval: float = DEFAULT_WARNING_INTERVAL
     #: Seconds in-flight handlers may run on after the other side closed its
     #: end cleanly (EOF) before they are cancelled.
     drain_grace: float = 2.0
@@ -138,7 +150,8 @@ class PeerStatistics:
     requests_overloaded: int
     requests_cancelled_by_peer: int
     notifications_dropped: int
-    replies_dropped: int
+    #: Times the read loop stopped reading until the other side took our answers.
+    reads_paused: int
     unmatched_responses: int
     invalid_frames: int
 
@@ -361,6 +374,12 @@ class Peer:
             self.limits.max_queued_notifications
         )
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[Any](self.limits.max_queued_replies)
+        #: Answers of the read loop that found the outbox full: the read loop
+        #: waits to queue them before it reads on (bounded by one frame's items).
+        self._held: list[Any] = []
+        #: Batch arrays completed by a cancelled request, sent by its worker
+        #: once out of the cancelled scope (at most one per worker).
+        self._late: deque[Any] = deque()
         self._nursery: trio.Nursery | None = None
         self._workers = 0
         self._idle = 0
@@ -374,7 +393,8 @@ class Peer:
         self._overloaded = 0
         self._cancelled_by_peer = 0
         self._notifications_dropped = 0
-        self._replies_dropped = 0
+        self._reads_paused = 0
+        self._warnings = RepeatedWarnings(log, interval=self.limits.warning_interval)
         self._unmatched = 0
         self._invalid = 0
 
@@ -434,18 +454,26 @@ class Peer:
         # The stream may gather the answers of a batch itself (a Streamable
         # HTTP session does): then the peer answers item by item.
         stream_gathers = getattr(self.stream, "answers_batches", False)
+        max_batch = self.limits.max_batch_items
+        held = self._held
         while True:
             try:
                 frame = await receive()
                 budget = _DRAIN_BUDGET if receive_nowait is not None else 0
                 while True:
                     if type(frame) is list:
-                        if self.batch_arrays and not stream_gathers:
+                        refusal = oversized_batch(frame, max_batch)
+                        if refusal is not None:
+                            self._invalid += 1
+                            self._answer_now(refusal)
+                        elif self.batch_arrays and not stream_gathers:
                             self._dispatch_batch(frame)
                         else:
                             self._dispatch_each(frame)
                     else:
                         dispatch(frame)
+                    if held:
+                        await self._queue_held()
                     if budget == 0:
                         if receive_nowait is not None:
                             await trio.lowlevel.checkpoint()  # a long burst: let others run
@@ -464,11 +492,26 @@ class Peer:
                     return ExitReason("closed", "closed locally")
                 raise TransportError("stream closed under the reader") from None
 
+    async def _queue_held(self) -> None:
+        """Queue the answers that found the outbox full, waiting for room:
+        the other side is not reading our answers, so we stop reading its
+        requests until it does (backpressure instead of a dropped answer)."""
+        self._reads_paused += 1
+        held = self._held
+        try:
+            for msg in held:
+                await self._outbox_send.send(msg)
+        except trio.ClosedResourceError:
+            pass  # shutting down
+        finally:
+            held.clear()
+
     def _shut(self, reason: str) -> None:
         """Stop accepting work and fail every pending call (idempotent)."""
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
+        self._warnings.flush()
         if getattr(type(self.stream), "set_direct", None) is not None:
             self.stream.set_direct(None)  # type: ignore[attr-defined]
         if getattr(type(self.stream), "set_inline", None) is not None:
@@ -492,6 +535,8 @@ class Peer:
             return False
         kind = type(msg)
         if kind is Request:
+            if self._held or msg.id in self._inflight or len(self._inflight) >= self._capacity:
+                return False  # it gets an answer now: the read loop sends it, with backpressure
             self._admit(msg)
             return True
         if msg.id in self._pending:
@@ -516,7 +561,7 @@ class Peer:
         finally:
             self._current_batch = None
         if not batch.waiting and batch.replies:
-            self._send_nowait(batch.replies)
+            self._answer_now(batch.replies)
 
     def _dispatch(self, msg: Any) -> None:
         kind = type(msg)
@@ -578,7 +623,9 @@ class Peer:
             self._notif_send.send_nowait(note)
         except trio.WouldBlock:
             self._notifications_dropped += 1
-            log.warning("%s: notification queue full, dropped %s", self.name, method)
+            self._warnings.warning(
+                "dropped notifications", "%s: notification queue full, dropped %s", self.name, method
+            )
         except trio.ClosedResourceError:
             pass
 
@@ -617,7 +664,7 @@ class Peer:
         if batch is not None:
             batch.replies.append(msg)
             return
-        self._send_nowait(msg)
+        self._answer_now(msg)
 
     def _settle(self, ident: int | str, reply: Any) -> Any:
         """What to send now for request ``ident`` finishing with ``reply``
@@ -633,11 +680,13 @@ class Peer:
             return None
         return batch.replies
 
-    def _send_nowait(self, msg: Any) -> None:
+    def _answer_now(self, msg: Any) -> None:
+        """Queue an answer of the read loop; when the outbox is full, hold it
+        for the read loop to queue before it reads on (see :meth:`_queue_held`)."""
         try:
             self._outbox_send.send_nowait(msg)
         except trio.WouldBlock:
-            self._replies_dropped += 1
+            self._held.append(msg)
         except trio.ClosedResourceError:
             pass
 
@@ -675,6 +724,9 @@ class Peer:
                         except (trio.EndOfChannel, trio.ClosedResourceError):
                             return
                         await serve(req, scope)
+                while self._late:
+                    # A cancelled request was the last of its batch: answer the rest.
+                    await self._send(self._late.popleft(), "a batch")
         finally:
             self._workers -= 1
 
@@ -687,7 +739,7 @@ class Peer:
             self._inflight.pop(ident, None)
             last = self._settle(ident, None)
             if last is not None:
-                self._send_nowait(last)  # the rest of its batch, answered before
+                await self._send(last, "a batch")  # the rest of its batch
             return
         self._running += 1
         # The handler's messages (and the response) relate to this request;
@@ -721,13 +773,17 @@ class Peer:
                 # A cancelled request is never answered (the rest of its batch is).
                 last = self._settle(ident, None)
                 if last is not None:
-                    self._send_nowait(last)
+                    self._late.append(last)  # sent by the worker, out of the cancelled scope
         if slot.cancelled or reply is None:
             return
         self._served += 1
         out = self._settle(ident, reply)
         if out is None:
             return  # its batch is answered when the last of it is done
+        await self._send(out, req.method)
+
+    async def _send(self, out: Any, what: str) -> None:
+        """Send a worker's answer (or a batch's array of them)."""
         try:
             await self.stream.send(out)
         except TransportError:
@@ -736,8 +792,8 @@ class Peer:
             # The transport could not encode the answer (the handler returned
             # something the codec cannot write): answer -32603 rather than
             # let one handler's result take the whole session down.
-            log.exception("%s: could not send the answer to %s", self.name, req.method)
-            fallback = _encodable(out, f"could not encode the answer to {req.method}: {describe(exc)}")
+            log.exception("%s: could not send the answer to %s", self.name, what)
+            fallback = _encodable(out, f"could not encode the answer to {what}: {describe(exc)}")
             try:
                 await self.stream.send(fallback)
             except TransportError:
@@ -962,13 +1018,25 @@ class Peer:
             requests_overloaded=self._overloaded,
             requests_cancelled_by_peer=self._cancelled_by_peer,
             notifications_dropped=self._notifications_dropped,
-            replies_dropped=self._replies_dropped,
+            reads_paused=self._reads_paused,
             unmatched_responses=self._unmatched,
             invalid_frames=self._invalid,
         )
 
     def __repr__(self) -> str:
         return f"<Peer {self.name} {'closed' if self.closed else 'open'}>"
+
+
+def oversized_batch(items: list[Any], limit: int) -> ErrorResponse | None:
+    """The one error that refuses a JSON-RPC batch of more than ``limit``
+    messages (:attr:`PeerLimits.max_batch_items`), or None if it is accepted.
+    Transports that gather batches themselves (Streamable HTTP) use it too."""
+    if len(items) <= limit:
+        return None
+    return error_response(
+        None,
+        InvalidRequest(f"Invalid Request: a batch of {len(items)} messages; at most {limit} are accepted"),
+    )
 
 
 def _encodable(out: Any, problem: str) -> Any:

@@ -15,6 +15,7 @@ import trio
 
 from .._util import collapse_groups
 from ..actors._client import ClientSession, open_session
+from ..transports import TransportError
 
 __all__ = ["APP_NAMES", "TargetError", "load_app", "open_target", "transport_factory"]
 
@@ -83,7 +84,7 @@ def transport_factory(target: Sequence[str], *, headers: dict[str, str] | None =
 async def open_target(target: Sequence[str], **client_options: Any) -> AsyncIterator[ClientSession]:
     """An initialized client session with the server ``target`` names."""
     factory = transport_factory(target)
-    with collapse_groups():
+    with collapse_groups(causes=(TransportError,)):
         async with trio.open_nursery() as nursery:
             stream = await nursery.start(factory().run)
             async with open_session(stream, **client_options) as session:

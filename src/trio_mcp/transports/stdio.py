@@ -20,7 +20,9 @@ Framing decisions
   (-32700, id ``null``) once the line ends, and the stream stays usable.
   Memory held per stream is bounded by ``max_line_bytes + read_chunk``.
 * **Bad lines.** A line that is not JSON-RPC becomes an ``InvalidMessage``
-  (logged at WARNING on ``trio_mcp.stdio``) and the stream goes on. The
+  (logged at WARNING on ``trio_mcp.stdio``, rate-limited: one line, then at
+  most one summary with the count every ``warning_interval`` seconds) and
+  the stream goes on. The
   server side answers parse errors (JSON-RPC requires it); the client side
   marks them ``answer=False``: a server's stray stdout output asked nothing,
   and answering it with ``id: null`` errors could only confuse the server.
@@ -57,6 +59,7 @@ from typing import Any, Final, NoReturn
 import attrs
 import trio
 
+from .._util import DEFAULT_WARNING_INTERVAL, RepeatedWarnings
 from ..protocol import PARSE_ERROR, Frame, InvalidMessage, ParseError, decode, encode_line
 from . import _process
 from ._base import TransportClosed, TransportError
@@ -116,10 +119,12 @@ class StdioStream:
         write_grace: float = DEFAULT_WRITE_GRACE,
         answer_parse_errors: bool = True,
         name: str = "stdio",
+        warning_interval: float = DEFAULT_WARNING_INTERVAL,
     ) -> None:
         if max_line_bytes < 1 or read_chunk < 1 or not write_grace > 0:
             raise ValueError("max_line_bytes, read_chunk and write_grace must be positive")
         self.name = name
+        self._warnings = RepeatedWarnings(log, interval=warning_interval)
         self.max_line_bytes = max_line_bytes
         self._read_chunk = read_chunk
         self._write_grace = write_grace
@@ -233,11 +238,16 @@ class StdioStream:
         if type(frame) is InvalidMessage:
             self._invalid += 1
             if frame.error.code == PARSE_ERROR:
-                log.warning(
-                    "%s: received a line that is not JSON (%d bytes): %r", self.name, len(line), line[:200]
+                self._warnings.warning(
+                    "not JSON",
+                    "%s: received a line that is not JSON (%d bytes): %r",
+                    self.name,
+                    len(line),
+                    line[:200],
                 )
             else:
-                log.warning(
+                self._warnings.warning(
+                    "not JSON-RPC",
                     "%s: received a line that is not JSON-RPC (%d bytes): %r",
                     self.name,
                     len(line),
@@ -252,7 +262,9 @@ class StdioStream:
         self._frames_in += 1
         self._invalid += 1
         self._overlong += 1
-        log.warning("%s: skipped a message longer than %d bytes", self.name, self.max_line_bytes)
+        self._warnings.warning(
+            "overlong", "%s: skipped a message longer than %d bytes", self.name, self.max_line_bytes
+        )
         return InvalidMessage(
             None,
             ParseError(f"Parse error: message longer than {self.max_line_bytes} bytes"),
@@ -403,6 +415,7 @@ class StdioStream:
         self._close_read()
 
     def _close_read(self) -> None:
+        self._warnings.flush()
         fd, self._rfd = self._rfd, -1
         if fd >= 0 and fd != self._wfd:
             self._close_fd(fd)
@@ -600,6 +613,9 @@ class StdioServerParameters:
     eof_grace: float = attrs.field(default=1.0, validator=_positive)
     #: Seconds a send cancelled mid-line may go on writing it (see module doc).
     write_grace: float = attrs.field(default=DEFAULT_WRITE_GRACE, validator=_positive)
+    #: Seconds between two log lines about the same repeated problem (lines
+    #: that are not JSON-RPC, overlong lines); the ones between are counted.
+    warning_interval: float = attrs.field(default=DEFAULT_WARNING_INTERVAL, validator=_positive)
     #: Linux: the server gets SIGKILL if the thread running ``trio.run`` (or
     #: the whole owner process) dies, even by SIGKILL.
     parent_death_signal: bool = True
@@ -621,6 +637,7 @@ class _ProcessStream(StdioStream):
             write_grace=p.write_grace,
             answer_parse_errors=False,
             name=p.display_name,
+            warning_interval=p.warning_interval,
         )
         self._transport = transport
 
