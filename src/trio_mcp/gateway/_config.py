@@ -55,7 +55,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -111,8 +111,16 @@ def _frozen_map(value: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
-def _patterns(value: Sequence[str] | None) -> tuple[str, ...] | None:
+def _patterns(value: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if value is None else tuple(value)
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _entries(value: Iterable[StdioEntry | RemoteEntry]) -> tuple[StdioEntry | RemoteEntry, ...]:
+    return tuple(value)
 
 
 @attrs.frozen
@@ -121,7 +129,7 @@ class Filter:
     matching an ``include`` glob, less those matching an ``exclude`` glob."""
 
     include: tuple[str, ...] | None = attrs.field(default=None, converter=_patterns)
-    exclude: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    exclude: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
     def allows(self, name: str) -> bool:
         if self.include is not None and not any(fnmatch.fnmatchcase(name, p) for p in self.include):
@@ -148,7 +156,7 @@ class StdioEntry:
 
     name: str
     command: str
-    args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     env: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_map, hash=False)
     cwd: str | None = None
     #: Merge ``env`` onto our whole environment (not just the safe subset).
@@ -223,9 +231,9 @@ class GatewayConfig:
     """The enabled servers, in file order, the names of the disabled ones,
     and the warnings reading the file gave (unknown keys…)."""
 
-    servers: tuple[ServerEntry, ...] = attrs.field(converter=tuple)
-    disabled: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple, eq=False)
+    servers: tuple[ServerEntry, ...] = attrs.field(converter=_entries)
+    disabled: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=_strings, eq=False)
     source: str | None = attrs.field(default=None, eq=False)
 
     @property
@@ -381,11 +389,14 @@ def _parse(
                 timeout=fields.timeout,
             )
         else:
-            assert fields.url is not None and fields.transport in ("http", "sse", "ws")
+            assert fields.url is not None
+            transport: RemoteTransport = (
+                "ws" if fields.transport == "ws" else "sse" if fields.transport == "sse" else "http"
+            )
             entry = RemoteEntry(
                 name=raw.name,
                 url=fields.url,
-                transport=fields.transport,
+                transport=transport,
                 headers=fields.headers,
                 filters=filters,
                 timeout=fields.timeout,

@@ -207,7 +207,8 @@ def _strict(kind: type, wanted: str) -> Callable[[Any, Any], Any]:
             raise TypeError(f"must be {wanted}, not {_json_kind(value)}")
         if not isinstance(value, kind):
             raise TypeError(f"must be {wanted}, not {_json_kind(value)}")
-        return float(value) if kind is not bool and wanted == "a number" else value
+        number: Any = value
+        return float(number) if wanted == "a number" else value
 
     return hook
 
@@ -257,7 +258,7 @@ def _message(exc: BaseException, _type: Any) -> str:
     return cattrs.v.format_exception(exc, _type)
 
 
-def _first_error(exc: Exception) -> tuple[list[str], str]:
+def _first_error(exc: BaseException) -> tuple[list[str], str]:
     """(the path as parts, message) of the first error cattrs found."""
     text = cattrs.transform_error(exc, path="$", format_exception=_message)[0]
     message, _, path = text.rpartition(" @ ")
@@ -306,7 +307,9 @@ class Variables:
                 return self.environ[var]
             if sep:
                 return default
-            raise fail(f"${{{var}}} is not set in the environment (write ${{{var}:-default}} for a default)", where)
+            raise fail(
+                f"${{{var}}} is not set in the environment (write ${{{var}:-default}} for a default)", where
+            )
 
         return _VAR.sub(one, value)
 
@@ -316,7 +319,9 @@ class Variables:
         env_name = "TRIO_MCP_INPUT_" + re.sub(r"[^A-Za-z0-9]", "_", ident).upper()
         if env_name in self.environ:
             return self.environ[env_name]
-        declared = "" if ident in self.declared_inputs else " (and no input of that id is declared in 'inputs')"
+        declared = (
+            "" if ident in self.declared_inputs else " (and no input of that id is declared in 'inputs')"
+        )
         raise fail(
             f"input {ident!r} has no value{declared}: pass --input {ident}=VALUE or set {env_name}", where
         )
@@ -360,12 +365,14 @@ def structure_entry(
             payload[ours] = value
     kind = payload.get("transport")
     if isinstance(kind, str) and kind.lower() in _NOT_SERVERS:
-        notes.append(Note(f"a {kind!r} extension is part of its host, not an MCP server: skipped", origin["transport"]))
+        notes.append(
+            Note(f"a {kind!r} extension is part of its host, not an MCP server: skipped", origin["transport"])
+        )
         return None, notes
     _reshape_command(payload, origin, error)
     try:
         fields = _CONVERTER.structure(payload, EntryFields)
-    except Exception as exc:  # cattrs' ClassValidationError (an ExceptionGroup)
+    except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
         parts, message = _first_error(exc)
         error(message, _spelled(parts, origin))
     if fields.disabled is not None and fields.enabled is not None and fields.disabled == fields.enabled:
@@ -399,7 +406,7 @@ def _reshape_command(payload: dict[str, Any], origin: dict[str, str], error: Cal
                 payload[key] = inner.pop(key)
                 origin.setdefault(key, f"{origin['command']}.{key}")
         if inner:
-            error(f"unknown key {sorted(inner)[0]!r} in the command object", origin["command"])
+            error(f"unknown key {min(inner)!r} in the command object", origin["command"])
 
 
 def _substitute(
@@ -471,7 +478,10 @@ def _tell_transport(
         error("give either a command (stdio) or a URL (remote), not both", origin["url"])
     if fields.command is not None:
         if kind not in (None, *_STDIO_NAMES):
-            error(f"type {fields.transport!r} needs a 'url'; a server with a command is a stdio server", type_field)
+            error(
+                f"type {fields.transport!r} needs a 'url'; a server with a command is a stdio server",
+                type_field,
+            )
         if not fields.command:
             error("must not be empty", origin["command"])
         fields.transport = None
@@ -479,7 +489,9 @@ def _tell_transport(
     if fields.url is None:
         if kind in _STDIO_NAMES:
             error("missing: a stdio server needs a 'command'", "command")
-        error("missing: a server needs either 'command' (a stdio server) or 'url' (a remote server)", "command")
+        error(
+            "missing: a server needs either 'command' (a stdio server) or 'url' (a remote server)", "command"
+        )
     url_field = origin["url"]
     parts = urlsplit(fields.url)
     if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:

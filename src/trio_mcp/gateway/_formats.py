@@ -24,9 +24,9 @@ __all__ = ["Document", "FormatError", "parse_document", "read_document"]
 
 Format = Literal["json", "toml", "yaml"]
 
-_JSON5_LINE: Final = re.compile(r"^<string>:(\d+)\s*(.*)$", re.S)
+_JSON5_LINE: Final = re.compile(r"^<string>:(\d+)\s*(.*)$", re.DOTALL)
 _TOML_LINE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
-_TOML_TABLE: Final = re.compile(r"^\s*\[[A-Za-z0-9_.\"'-]+\]\s*$", re.M)
+_TOML_TABLE: Final = re.compile(r"^\s*\[[A-Za-z0-9_.\"'-]+\]\s*$", re.MULTILINE)
 
 
 class FormatError(ValueError):
@@ -122,7 +122,7 @@ def parse_document(text: str, *, path: str | None = None, format: Format | None 
         except tomllib.TOMLDecodeError as exc:
             match = _TOML_LINE.search(str(exc))
             raise FormatError(
-                f"not valid TOML: {str(exc)}", line=int(match.group(1)) if match else None
+                f"not valid TOML: {exc!s}", line=int(match.group(1)) if match else None
             ) from None
     elif kind == "yaml":
         data = _yaml(text)
