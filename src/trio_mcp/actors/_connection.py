@@ -487,8 +487,13 @@ class Connection:
         session = self._session
         if session is None or session.peer.closed:
             session = await self.session()
-        if session.era == "modern":  # version and capabilities ride in _meta: the session adds them
-            return await session._call(method, params, msgspec.Raw, on_progress)
+        if session.era == "modern":
+            # Version and capabilities ride in _meta, which the session adds to
+            # plain params: Raw fields become builtins first.
+            plain = msgspec.json.decode(
+                params if type(params) is msgspec.Raw else msgspec.json.encode(params)
+            )
+            return await session._call(method, plain, msgspec.Raw, on_progress)
         return await session.peer.request(method, params, on_progress=on_progress)
 
     async def call_tool(

@@ -49,7 +49,9 @@ def add_gateway_parser(
         help="stdio servers get our whole environment (default: a safe subset plus their env)",
     )
     gateway.add_argument(
-        "--check", action="store_true", help="validate the file and print the fleet it would run; start nothing"
+        "--check",
+        action="store_true",
+        help="validate the file and print the fleet it would run; start nothing",
     )
     gateway.add_argument(
         "--input",

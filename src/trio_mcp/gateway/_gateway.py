@@ -159,10 +159,10 @@ def split_gateway_uri(uri: str) -> tuple[str, str]:
 
 
 class _ForwardedCall(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """``tools/call`` params as a proxy needs them: the name read, the
-    arguments kept as the client's JSON (``msgspec.Raw``), ``_meta`` only for
-    the progress token the peer adds (the client's own ``_meta`` is not
-    forwarded: it may carry another protocol era's fields)."""
+    """``tools/call`` params as a proxy reads them: the name decoded, the
+    arguments kept as the client's JSON (``msgspec.Raw``). The client's own
+    ``_meta`` is not forwarded (it may carry another protocol era's fields);
+    the progress token is the peer's own."""
 
     name: str
     arguments: msgspec.Raw | UnsetType = UNSET
@@ -170,6 +170,7 @@ class _ForwardedCall(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 _read_call: Final = msgspec.json.Decoder(_ForwardedCall)
+_encode: Final = msgspec.json.Encoder().encode
 
 
 class Gateway(LowLevelServer):
@@ -404,7 +405,9 @@ class Gateway(LowLevelServer):
         conn = self.host.servers[server]
         if not self._has_tool(server, conn, tool):
             raise InvalidParams(f"server {server!r} has no tool {tool!r}")
-        forwarded = _ForwardedCall(name=tool, arguments=params.arguments)
+        # The params as JSON: the server's own name, the client's arguments as they came.
+        arguments = b"" if params.arguments is UNSET else b',"arguments":' + bytes(params.arguments)
+        forwarded = msgspec.Raw(b'{"name":' + _encode(tool) + arguments + b"}")
         on_progress = ctx.report_progress if ctx.progress_token is not None else None
         try:
             return await self._forward(
