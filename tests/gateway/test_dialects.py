@@ -142,8 +142,8 @@ def vscode(tmp: Path, remote: str) -> Path:
   "servers": {
     "probe": {
       "type": "stdio",
-      "command": "%s",
-      "args": ["%s"],
+      "command": "PY",
+      "args": ["PROBE"],
       "env": {
         "API_KEY": "${input:api-key}",
         "WORKSPACE": "${workspaceFolder}",
@@ -151,8 +151,7 @@ def vscode(tmp: Path, remote: str) -> Path:
     },
   },
 }
-"""
-        % (PY, PROBE)
+""".replace("PY", PY).replace("PROBE", PROBE)
     )
     return path
 
@@ -200,22 +199,21 @@ def zed(tmp: Path, remote: str) -> Path:
   "context_servers": {
     "probe": {
       "source": "custom",
-      "command": "%s",
-      "args": ["%s", "--name", "zed-probe"],
+      "command": "PY",
+      "args": ["PROBE", "--name", "zed-probe"],
       "env": {"EDITOR_NAME": "zed"}
     },
     "legacy": {
       "command": {
-        "path": "%s",
-        "args": ["%s"],
+        "path": "PY",
+        "args": ["PROBE"],
         "env": {"STYLE": "old"}
       },
       "settings": {}
     }
   }
 }
-"""
-        % (PY, PROBE, PY, PROBE)
+""".replace("PY", PY).replace("PROBE", PROBE)
     )
     return path
 
