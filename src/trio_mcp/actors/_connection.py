@@ -288,6 +288,7 @@ class Connection:
                 self._state_changed()
                 self._emit(Disconnected(self.name, reason))
                 if event.retry_delay is not None:
+                    self._restarts += 1
                     self._emit(ReconnectScheduled(self.name, event.retry_delay, event.attempt))
 
     async def _pair(self, *, task_status: trio.TaskStatus[ClientSession] = trio.TASK_STATUS_IGNORED) -> None:
@@ -432,7 +433,7 @@ class Connection:
 
     @property
     def restarts(self) -> int:
-        """Restarts scheduled so far (after a loss or a failed start)."""
+        """Restarts scheduled so far (after a loss or a failed start attempt)."""
         return self._restarts
 
     @property
@@ -452,6 +453,18 @@ class Connection:
         """The server process of the current transport, when it has one."""
         value = getattr(self._transport, "pid", None)
         return value if isinstance(value, int) else None
+
+    async def wait_changed(self) -> None:
+        """Wait for the next change of :attr:`state` (bounded by the caller's scope)."""
+        await self._changed.wait()
+
+    async def wait_connected(self) -> None:
+        """Wait until a session is up (bounded by the caller's scope); raises
+        :class:`ConnectionClosed` once the connection gave up or closed."""
+        while not self.connected:
+            if self._failed is not None:
+                raise ConnectionClosed(f"{self.name}: connection gave up: {self._failed}")
+            await self._changed.wait()
 
     async def wait_settled(self) -> None:
         """Wait for the first attempt's outcome: connected, a failed start, or closed."""

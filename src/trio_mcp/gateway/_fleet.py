@@ -166,6 +166,9 @@ class Fleet:
             for name in [*added, *restarted]:
                 await self.start(new[name])
             gateway.order = list(new)
+            settings = self.host.settings
+            if settings is not None and settings.retry_forever:
+                await self.settle([*added, *restarted], settings.start_timeout)
             gateway.publish_changes()
             self._attempts += 1
             return ReloadOutcome(

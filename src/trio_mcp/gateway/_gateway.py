@@ -404,6 +404,11 @@ class Gateway(LowLevelServer):
         server, tool = self._route("tool", public)
         conn = self.host.servers[server]
         if not self._has_tool(server, conn, tool):
+            if not conn.connected and conn.state in ("starting", "down"):
+                # Never connected (or its lists are not known yet): say why, at once.
+                why = conn.last_error or "not connected yet"
+                text = f"server {server!r} is unavailable: {why}"
+                return CallToolResult(content=[TextContent(text=text)], is_error=True)
             raise InvalidParams(f"server {server!r} has no tool {tool!r}")
         # The params as JSON: the server's own name, the client's arguments as they came.
         arguments = b"" if params.arguments is UNSET else b',"arguments":' + bytes(params.arguments)
