@@ -90,22 +90,30 @@ BAD_FILES: list[tuple[str, str, str]] = [
     ),
     (
         "config.yaml",
-        "extensions:\n  ok:\n    cmd: PY\n    args: [\"-c\", \"MARK\"]\n    type: stdio\n  bad:\n    cmd: PY\n    enabled: maybe\n",
+        'extensions:\n  ok:\n    cmd: PY\n    args: ["-c", "MARK"]\n    type: stdio\n  bad:\n    cmd: PY\n    enabled: maybe\n',
         "8: extensions.bad.enabled: must be true or false, not a string ('maybe')",
     ),
     (
         "mcp.json",
-        '{\n  // two servers\n  "servers": {\n    "ok": {"command": "PY", "args": ["-c", "MARK"]},\n'
-        '    "bad": {"command": "PY", "env": {"K": "${input:token}"}},\n  },\n}\n',
-        "5: servers.bad.env.K: input 'token' has no value (and no input of that id is declared in 'inputs'): "
-        "pass --input token=VALUE or set TRIO_MCP_INPUT_TOKEN",
+        (
+            '{\n  // two servers\n  "servers": {\n    "ok": {"command": "PY", "args": ["-c", "MARK"]},\n'
+            '    "bad": {"command": "PY", "env": {"K": "${input:token}"}},\n  },\n}\n'
+        ),
+        (
+            "5: servers.bad.env.K: input 'token' has no value (and no input of that id is declared in 'inputs'): "
+            "pass --input token=VALUE or set TRIO_MCP_INPUT_TOKEN"
+        ),
     ),
     (
         "settings.json",
-        '{\n  "context_servers": {\n    "ok": {"command": "PY", "args": ["-c", "MARK"]},\n'
-        '    "bad": {"url": "http://127.0.0.1:9/mcp", "type": "grpc"}\n  }\n}\n',
-        "4: context_servers.bad.type: unknown transport type 'grpc'; known: stdio, local, remote, http, "
-        "streamable-http, streamable_http, streamablehttp, sse, ws, websocket",
+        (
+            '{\n  "context_servers": {\n    "ok": {"command": "PY", "args": ["-c", "MARK"]},\n'
+            '    "bad": {"url": "http://127.0.0.1:9/mcp", "type": "grpc"}\n  }\n}\n'
+        ),
+        (
+            "4: context_servers.bad.type: unknown transport type 'grpc'; known: stdio, local, remote, http, "
+            "streamable-http, streamable_http, streamablehttp, sse, ws, websocket"
+        ),
     ),
     (
         "broken.json",
