@@ -107,9 +107,9 @@ def _servers(**entries: Any) -> dict[str, Any]:
 
 BAD: list[tuple[Any, str | None, str | None, str]] = [
     # (data, server, field, words the message must hold)
-    ([], None, None, "must be a JSON object, not a list"),
-    ({"files": {"command": "x"}}, None, None, "no 'mcpServers' object"),
-    ({"mcpServers": []}, None, "mcpServers", "must be an object of servers"),
+    ([], None, None, "must be an object, not a list"),
+    ({"files": {"command": "x"}}, None, None, "no servers found: expected one of 'mcpServers'"),
+    ({"mcpServers": "x"}, None, "mcpServers", "must be an object of servers"),
     (_servers(a="npx"), "a", None, "must be an object, not a string"),
     (_servers(a={"args": ["x"]}), "a", "command", "either 'command'"),
     (_servers(a={"command": 3}), "a", "command", "must be a string, not a number (3)"),
@@ -126,7 +126,7 @@ BAD: list[tuple[Any, str | None, str | None, str]] = [
     (_servers(a={"url": "http://h/mcp", "type": "grpc"}), "a", "type", "unknown transport type 'grpc'"),
     (_servers(a={"url": "http://h/mcp", "transport": "pigeon"}), "a", "transport", "unknown transport type"),
     (_servers(a={"url": "http://h/mcp", "type": 1}), "a", "type", "must be a string"),
-    (_servers(a={"url": "http://h/mcp", "type": "sse", "transport": "ws"}), "a", "type", "disagree"),
+    (_servers(a={"url": "http://h/mcp", "type": "sse", "transport": "ws"}), "a", "transport", "give one"),
     (_servers(a={"url": "ftp://h/mcp"}), "a", "url", "not an http(s):// or ws(s):// URL"),
     (_servers(a={"url": "/relative/mcp"}), "a", "url", "not an http(s):// or ws(s):// URL"),
     (_servers(a={"url": "http://h/mcp", "type": "ws"}), "a", "url", "needs a ws:// or wss:// URL"),
@@ -162,8 +162,8 @@ def test_files_that_cannot_be_read_or_decoded(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the configuration file"):
         load_config(tmp_path / "missing.json")
     broken = tmp_path / "broken.json"
-    broken.write_text('{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n')
-    with pytest.raises(ConfigError, match=r"broken.json: not valid JSON at line 3, column 26"):
+    broken.write_text('{\n  "mcpServers": {\n    "a": {"command": "x",}\n    "b": 1\n  }\n}\n')
+    with pytest.raises(ConfigError, match=r"broken.json:4: not valid JSON \(JSONC\): Unexpected"):
         load_config(broken)
     good = tmp_path / "good.json"
     good.write_text(json.dumps(GOOD))

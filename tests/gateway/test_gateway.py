@@ -387,5 +387,5 @@ def test_cli_gateway_with_a_bad_config_says_where_in_one_line(tmp_path: Path) ->
         [*CLI, "gateway", str(path)], check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert out.returncode == 1
-    assert out.stderr.startswith("trio-mcp: mcpServers.files.command: missing"), out.stderr
+    assert out.stderr.startswith(f"trio-mcp: {path}:1: mcpServers.files.command: missing"), out.stderr
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1

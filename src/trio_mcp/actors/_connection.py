@@ -10,6 +10,15 @@ subscriptions, log level, roots), refreshes the tool / prompt / resource
 lists, and publishes events. Calls made while it reconnects wait up to
 ``ConnectionSettings.reconnect_wait`` seconds, then fail clearly.
 
+By default a connection gives up (after ``start_retries`` failed first
+starts, or more than ``max_restarts`` restarts within ``max_seconds``) and
+raises :class:`ConnectionClosed`. With ``retry_forever=True`` (what the
+gateway uses) it never gives up: every failure is retried, the delay growing
+up to ``backoff.maximum``, for as long as the connection runs; ``run``
+reports started at once and :meth:`Connection.wait_settled` waits for the
+first attempt's outcome; while its last start attempt failed, calls fail at
+once with the reason instead of waiting.
+
 A transport is any actor whose ``run(task_status=...)`` reports a
 :class:`MessageStream` (``StdioTransport``, ``StreamableHttpTransport``, …);
 the connection takes a factory, because each restart needs a fresh one.
@@ -18,10 +27,12 @@ the connection takes a factory, because each restart needs a fresh one.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
+import msgspec
 import trio
 
 from ..protocol import (
@@ -99,6 +110,10 @@ class ConnectionSettings:
     shutdown_grace: float = 5.0
     #: Bound of the events channel; when full, the oldest event is dropped.
     event_buffer: int = 256
+    #: Never give up: ``start_retries`` and ``max_restarts`` are ignored and
+    #: every failure is retried after a backoff delay capped at
+    #: ``backoff.maximum``; ``run`` reports started before the first connect.
+    retry_forever: bool = False
 
 
 # ----------------------------------------------------------------- events
@@ -186,6 +201,13 @@ class Connection:
         self._failed: str | None = None
         self._connects = 0
         self._disconnects = 0
+        #: Why the last start attempt failed (cleared by a connect): calls fail at once meanwhile.
+        self._start_error: str | None = None
+        self._last_error: str | None = None
+        self._restarts = 0
+        self._connected_at: float | None = None
+        self._transport: TransportActor | None = None
+        self._settled = trio.Event()
         self.tools: list[Tool] = []
         self.prompts: list[Prompt] = []
         self.resources: list[Resource] = []
@@ -202,21 +224,27 @@ class Connection:
 
     async def run(self, *, task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> ExitReason:
         s = self.settings
+        forever = s.retry_forever
         spec = ChildSpec(
             id=self.name,
             start=self._pair,
             restart=Restart.PERMANENT,
             shutdown_grace=s.shutdown_grace,
             start_timeout=s.start_timeout,
-            start_retries=s.start_retries,
+            start_retries=sys.maxsize if forever else s.start_retries,
             on_start_failure=OnStartFailure.ESCALATE,
             backoff=s.backoff,
         )
-        supervisor = Supervisor([spec], max_restarts=s.max_restarts, max_seconds=s.max_seconds)
+        supervisor = Supervisor(
+            [spec], max_restarts=sys.maxsize if forever else s.max_restarts, max_seconds=s.max_seconds
+        )
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch, supervisor)
-                await nursery.start(supervisor.run)
+                if forever:
+                    nursery.start_soon(supervisor.run)
+                else:
+                    await nursery.start(supervisor.run)
                 task_status.started(self)
         except SupervisorEscalation as exc:
             reason = _describe(exc.__cause__ or exc)
@@ -234,6 +262,7 @@ class Connection:
             if self._failed is None:
                 self._failed = "connection closed"  # a clean close: no ConnectionFailed event
                 self._state_changed()
+            self._settled.set()
             self._events_send.close()
         return ExitReason("closed", "connection closed")
 
@@ -250,16 +279,25 @@ class Connection:
     async def _watch(self, supervisor: Supervisor) -> None:
         async for event in supervisor.events():
             if isinstance(event, RestartScheduled):
+                self._restarts += 1
                 self._emit(ReconnectScheduled(self.name, event.delay, event.attempt))
             elif isinstance(event, StartFailed):
-                self._emit(Disconnected(self.name, f"start failed: {_describe(event.exc)}"))
+                reason = f"start failed: {_describe(event.exc)}"
+                self._start_error = self._last_error = reason
+                self._settled.set()
+                self._state_changed()
+                self._emit(Disconnected(self.name, reason))
+                if event.retry_delay is not None:
+                    self._restarts += 1
+                    self._emit(ReconnectScheduled(self.name, event.retry_delay, event.attempt))
 
     async def _pair(self, *, task_status: trio.TaskStatus[ClientSession] = trio.TASK_STATUS_IGNORED) -> None:
         """One life of the pair: transport + session, restored. Raises to restart."""
         session: ClientSession | None = None
         try:
             async with trio.open_nursery() as nursery:
-                stream = await nursery.start(self._factory().run)
+                self._transport = transport = self._factory()
+                stream = await nursery.start(transport.run)
                 session = ClientSession(
                     stream,
                     roots=self._roots,
@@ -273,6 +311,9 @@ class Connection:
                 await self._restore(session)
                 self._connects += 1
                 self._session = session
+                self._start_error = None
+                self._connected_at = trio.current_time()
+                self._settled.set()
                 self._state_changed()
                 task_status.started(session)
                 info = session.server_info
@@ -286,9 +327,11 @@ class Connection:
         except BaseException as exc:
             if session is not None and self._session is session:
                 self._session = None
+                self._connected_at = None
+                self._last_error = _describe(exc)
                 self._state_changed()
                 self._disconnects += 1
-                self._emit(Disconnected(self.name, _describe(exc)))
+                self._emit(Disconnected(self.name, self._last_error))
             raise
 
     async def _restore(self, session: ClientSession) -> None:
@@ -370,9 +413,62 @@ class Connection:
             "connected": self._session is not None,
             "connects": self._connects,
             "disconnects": self._disconnects,
+            "restarts": self._restarts,
             "events_dropped": self._events_dropped,
             "failed": self._failed,
         }
+
+    @property
+    def state(self) -> str:
+        """``connected``; ``starting`` (no connect yet, first attempt under way);
+        ``down`` (the last start attempt failed; retried after a backoff);
+        ``reconnecting`` (lost, restarting); ``failed`` (gave up or closed)."""
+        if self._failed is not None:
+            return "failed"
+        if self.connected:
+            return "connected"
+        if self._start_error is not None:
+            return "down"
+        return "starting" if self._connects == 0 else "reconnecting"
+
+    @property
+    def restarts(self) -> int:
+        """Restarts scheduled so far (after a loss or a failed start attempt)."""
+        return self._restarts
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the server was last lost or failed to start (None: never)."""
+        if self._failed is not None and self._failed != "connection closed":
+            return self._failed
+        return self._last_error
+
+    @property
+    def uptime(self) -> float | None:
+        """Seconds since the current session connected (None when not connected)."""
+        return None if self._connected_at is None else trio.current_time() - self._connected_at
+
+    @property
+    def pid(self) -> int | None:
+        """The server process of the current transport, when it has one."""
+        value = getattr(self._transport, "pid", None)
+        return value if isinstance(value, int) else None
+
+    async def wait_changed(self) -> None:
+        """Wait for the next change of :attr:`state` (bounded by the caller's scope)."""
+        await self._changed.wait()
+
+    async def wait_connected(self) -> None:
+        """Wait until a session is up (bounded by the caller's scope); raises
+        :class:`ConnectionClosed` once the connection gave up or closed."""
+        while not self.connected:
+            if self._failed is not None:
+                raise ConnectionClosed(f"{self.name}: connection gave up: {self._failed}")
+            await self._changed.wait()
+
+    async def wait_settled(self) -> None:
+        """Wait for the first attempt's outcome: connected, a failed start, or closed."""
+        await self._settled.wait()
 
     # -------------------------------------------------------------- sessions
 
@@ -390,10 +486,28 @@ class Connection:
                 session = self._session
                 if session is not None and not session.peer.closed:
                     return session
+                if self._start_error is not None and self.settings.retry_forever:
+                    raise ConnectionClosed(f"{self.name}: server down (retrying): {self._start_error}")
                 await changed.wait()
         raise ConnectionClosed(f"{self.name}: not reconnected within {self.settings.reconnect_wait} s")
 
     # ------------------------------------------------- the user-facing calls
+
+    async def forward(self, method: str, params: Any, *, on_progress: Any = None) -> Any:
+        """Send a request as it is and return its result undecoded (a proxy's
+        call: ``params`` may hold ``msgspec.Raw`` fields; the result is the
+        ``msgspec.Raw`` the server sent). An error answer raises its McpError."""
+        session = self._session
+        if session is None or session.peer.closed:
+            session = await self.session()
+        if session.era == "modern":
+            # Version and capabilities ride in _meta, which the session adds to
+            # plain params: Raw fields become builtins first.
+            plain = msgspec.json.decode(
+                params if type(params) is msgspec.Raw else msgspec.json.encode(params)
+            )
+            return await session._call(method, plain, msgspec.Raw, on_progress)
+        return await session.peer.request(method, params, on_progress=on_progress)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **options: Any

@@ -185,6 +185,7 @@ class Host:
         self.settings = settings
         self._connections: dict[str, Connection] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
+        self._gone: dict[str, trio.Event] = {}
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED) -> ExitReason:
@@ -224,6 +225,7 @@ class Host:
             transport, name=name, settings=settings or self.settings, roots=roots, **options
         )
         scope = trio.CancelScope()
+        gone = trio.Event()
 
         async def supervised(*, task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> None:
             started = False
@@ -242,25 +244,34 @@ class Host:
                     # One server giving up never takes the host (or its other servers) down.
                     log.warning("server %s gave up and was removed: %s", name, exc)
                 finally:
-                    self._connections.pop(name, None)
-                    self._scopes.pop(name, None)
+                    if self._connections.get(name) is connection:
+                        self._connections.pop(name, None)
+                        self._scopes.pop(name, None)
+                        self._gone.pop(name, None)
+                    gone.set()
 
         self._scopes[name] = scope
+        self._gone[name] = gone
         self._connections[name] = connection
         try:
             await self._nursery.start(supervised)
         except BaseException:
-            self._connections.pop(name, None)
-            self._scopes.pop(name, None)
+            if self._connections.get(name) is connection:
+                self._connections.pop(name, None)
+                self._scopes.pop(name, None)
+                self._gone.pop(name, None)
             raise
         return connection
 
     async def remove_server(self, name: str) -> None:
+        """Stop a server and wait until it is gone (its shutdown is bounded by
+        ``ConnectionSettings.shutdown_grace``, its process's by the transport)."""
         scope = self._scopes.get(name)
         if scope is None:
             raise KeyError(f"no server named {name!r}")
+        gone = self._gone[name]
         scope.cancel()
-        await trio.lowlevel.checkpoint()
+        await gone.wait()
 
     @property
     def servers(self) -> Mapping[str, Connection]:

@@ -4,7 +4,8 @@
     trio-mcp run FILE.py[:OBJ] -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
     trio-mcp list TARGET [--json]
     trio-mcp call TARGET TOOL key=value ... [--json]
-    trio-mcp gateway CONFIG.json -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
+    trio-mcp gateway FILE -t stdio|http|sse|ws [--check] [--input ID=VALUE] [--watch S]   (see _gateway_cmd)
+    trio-mcp gateway status URL [--json]
     trio-mcp bench TARGET TOOL key=value ... [-c 16] [-d 10 | -n CALLS] [--warmup 1] [--json]
 
 TARGET is a URL (``http(s)://…/mcp``, ``…/sse``, ``ws://…``) or, after
@@ -61,14 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         help="protocol era to speak (default: probe)",
     )
     bench.add_argument("--json", action="store_true", help="one JSON object instead of the report")
-    gateway = sub.add_parser("gateway", help="serve the servers of an mcpServers config file as one server")
-    gateway.add_argument("config", metavar="CONFIG.json")
-    _serving_options(gateway)
-    gateway.add_argument(
-        "--inherit-env",
-        action="store_true",
-        help="stdio servers get our whole environment (default: a safe subset plus their env)",
-    )
+    from ._gateway_cmd import add_gateway_parser
+
+    add_gateway_parser(sub, _serving_options)
     return parser
 
 
@@ -220,19 +216,6 @@ async def _bench(target: list[str], tool: str, pairs: list[str], args: argparse.
     return 0 if result.ok == result.calls and result.stopped is None else 1
 
 
-async def _gateway(args: argparse.Namespace) -> None:
-    from ..gateway import load_config, open_gateway
-    from ._targets import serve
-
-    config = load_config(args.config, inherit_env=args.inherit_env)
-    async with open_gateway(config) as gateway:
-        if gateway.failed:
-            print(
-                f"trio-mcp: gateway: left out (could not start): {', '.join(gateway.failed)}", file=sys.stderr
-            )
-        await serve(gateway, args.transport, host=args.host, port=args.port, path=args.path)
-
-
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     words, command = _split(raw)
@@ -262,11 +245,15 @@ def main(argv: list[str] | None = None) -> int:
             from ._targets import load_app, serve
 
             app = load_app(args.app)
-            trio.run(lambda: serve(app, args.transport, host=args.host, port=args.port, path=args.path))
-            return 0
+            from ._gateway_cmd import run_until_signal
+
+            return run_until_signal(
+                lambda _hup: serve(app, args.transport, host=args.host, port=args.port, path=args.path)
+            )
         if args.command == "gateway":
-            trio.run(_gateway, args)
-            return 0
+            from ._gateway_cmd import run_gateway_command
+
+            return run_gateway_command(args)
         if args.command == "list":
             target = command or args.target
             return trio.run(_list, target, args.json)

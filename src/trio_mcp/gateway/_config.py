@@ -1,61 +1,75 @@
-"""The ``mcpServers`` configuration file, as MCP hosts already write it.
+"""Configuration files of MCP hosts, as each host writes them, read into typed entries.
 
 ::
 
     {
       "mcpServers": {
-        "files": {"command": "npx", "args": ["-y", "server-files", "/tmp"], "env": {"DEBUG": "1"}},
-        "search": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
-        "old": {"url": "https://example.com/sse", "type": "sse"},
-        "off": {"command": "server-x", "disabled": true}
+        "files": {"command": "npx", "args": ["-y", "server-files", "${userHome}"], "env": {"DEBUG": "1"}},
+        "search": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${env:TOKEN}"}},
+        "old": {"url": "https://example.com/sse", "type": "sse", "excludeTools": ["delete_*"]},
+        "off": {"command": "server-x", "enabled": false}
       }
     }
 
 Rules:
 
-* The servers are the object under ``"mcpServers"`` (or ``"servers"``, the
-  key some editors use). A bare top-level object of servers is *not*
-  accepted: it is indistinguishable from a typo, so it gets a clear error.
-* An entry with ``"command"`` is a stdio server (``args``, ``env``, ``cwd``
-  optional; ``"type": "stdio"`` allowed). An entry with ``"url"`` is a remote
-  one; its transport comes from ``"type"`` or ``"transport"`` (``http``,
-  ``streamable-http``, ``streamableHttp``, ``sse``, ``ws``, ``websocket``) or,
-  when neither is given, from the URL (``ws(s)://`` → WebSocket, a path
-  ending in ``/sse`` → SSE, anything else → Streamable HTTP).
-* ``"disabled": true`` skips the entry. Keys this module does not know
-  (``autoApprove``, ``timeout``, ``description``…) are ignored.
+* Formats (see :mod:`._formats`): JSON, JSONC (comments, trailing commas),
+  TOML, YAML. The servers sit under one of :data:`WRAPPER_KEYS`
+  (``mcpServers`` of Claude Desktop, Cursor, Gemini, Windsurf, mcp-proxy and
+  Continue (a list with ``name``); ``servers`` of VS Code; ``context_servers``
+  of Zed; ``mcp_servers`` of Codex; ``mcp`` of opencode; ``extensions`` of
+  Goose). A bare object of servers is refused: it is indistinguishable from a
+  typo.
+* Spellings (:mod:`._dialects`): ``command``/``cmd`` (a string, or opencode's
+  list, or Zed's ``{"path", "args", "env"}``), ``args``, ``env``/``envs``/
+  ``environment``, ``cwd``, ``envFile``; ``url``/``httpUrl``/``serverUrl``/
+  ``uri``; ``type``/``transport``/``transportType``; ``disabled``/``enabled``;
+  ``headers``/``http_headers``; ``timeout`` (seconds; milliseconds in Gemini's
+  ``settings.json``); tool filters ``includeTools``/``enabled_tools`` and
+  ``excludeTools``/``disabled_tools``/``disabledTools``, and the gateway's own
+  ``includePrompts``/``excludePrompts``/``includeResources``/``excludeResources``
+  (glob patterns; resources match their URI or URI template).
+* A remote transport comes from the type or, without one, from the URL
+  (``ws(s)://`` → WebSocket, a path ending in ``/sse`` → SSE, else Streamable
+  HTTP); Gemini's ``httpUrl`` is Streamable HTTP and its ``url`` SSE.
+* Variables in strings: ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``,
+  ``${workspaceFolder}``, ``${workspaceFolderBasename}``, ``${userHome}``,
+  ``${pathSeparator}`` and ``${input:ID}`` (VS Code ``inputs``: the value of
+  ``inputs={"ID": ...}`` (``--input ID=VALUE``) or of the environment variable
+  ``TRIO_MCP_INPUT_ID``, upper-cased, non-alphanumerics as ``_``). Anything
+  unset is an error naming it.
 * Server names become the prefix of tool names (``name__tool``) and the
   authority of resource URIs (``gateway://name/…``), so they must match
   ``[A-Za-z0-9_.-]+`` and must not contain ``__``.
-* ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``,
-  ``cwd``, ``url`` and ``headers`` are replaced from the environment (``environ``)
-  when the file is read; an unset variable without a default is an error.
-  No other ``$`` syntax is interpreted (``$VAR`` stays as written).
 * A stdio server gets its ``env`` on top of a small safe subset of our
   environment (``HOME``, ``PATH``, locale…), not our whole environment,
   unless ``inherit_env=True``.
 
-Every problem raises :class:`ConfigError` naming the server and the field.
+A key no host uses is a warning naming it (:attr:`GatewayConfig.warnings`).
+Every problem raises one :class:`ConfigError` naming the file, the line, the
+server and the field; nothing is started from a file that fails.
 """
 
 from __future__ import annotations
 
-import json
+import fnmatch
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
 import attrs
 
 from ..actors._connection import TransportActor, TransportFactory
 from ..actors._host import SEPARATOR
+from ._dialects import WRAPPER_KEYS, RawEntry, Variables, entries_of, structure_entry
+from ._formats import Document, FormatError, parse_document, read_document
 
 __all__ = [
     "ConfigError",
+    "Filter",
     "GatewayConfig",
     "RemoteEntry",
     "RemoteTransport",
@@ -66,38 +80,74 @@ __all__ = [
 ]
 
 RemoteTransport = Literal["http", "sse", "ws"]
-
-#: Spellings of each remote transport found in the wild.
-TRANSPORT_NAMES: Final[Mapping[str, RemoteTransport]] = MappingProxyType(
-    {
-        "http": "http",
-        "streamable-http": "http",
-        "streamable_http": "http",
-        "streamablehttp": "http",
-        "sse": "sse",
-        "ws": "ws",
-        "websocket": "ws",
-    }
-)
-#: Keys the servers may sit under, in order of preference.
-WRAPPER_KEYS: Final = ("mcpServers", "servers")
 _NAME: Final = re.compile(r"[A-Za-z0-9_.-]+")
-_VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class ConfigError(ValueError):
-    """A configuration that cannot be used: ``server`` and ``field`` say where."""
+    """A configuration that cannot be used: ``file``, ``line``, ``server`` and ``field`` say where."""
 
-    def __init__(self, message: str, *, server: str | None = None, field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str | None = None,
+        field: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+        wrapper: str = "mcpServers",
+    ) -> None:
         self.server = server
         self.field = field
+        self.file = file
+        self.line = line
         self.reason = message
-        where = ".".join(p for p in ("mcpServers", server, field) if p) if server else field
-        super().__init__(f"{where}: {message}" if where else message)
+        where = ".".join(p for p in (wrapper, server, field) if p) if server else field
+        prefix = ":".join(str(p) for p in (file, line) if p is not None)
+        text = f"{where}: {message}" if where else message
+        super().__init__(f"{prefix}: {text}" if prefix else text)
 
 
 def _frozen_map(value: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
+
+
+def _patterns(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _entries(value: Iterable[StdioEntry | RemoteEntry]) -> tuple[StdioEntry | RemoteEntry, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class Filter:
+    """Which names of a server are shown: all (``include`` None) or those
+    matching an ``include`` glob, less those matching an ``exclude`` glob."""
+
+    include: tuple[str, ...] | None = attrs.field(default=None, converter=_patterns)
+    exclude: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+
+    def allows(self, name: str) -> bool:
+        if self.include is not None and not any(fnmatch.fnmatchcase(name, p) for p in self.include):
+            return False
+        return not any(fnmatch.fnmatchcase(name, p) for p in self.exclude)
+
+    @property
+    def everything(self) -> bool:
+        return self.include is None and not self.exclude
+
+
+@attrs.frozen(kw_only=True)
+class Filters:
+    """A server's tool, prompt and resource filters."""
+
+    tools: Filter = Filter()
+    prompts: Filter = Filter()
+    resources: Filter = Filter()
 
 
 @attrs.frozen(kw_only=True)
@@ -106,11 +156,14 @@ class StdioEntry:
 
     name: str
     command: str
-    args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     env: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_map, hash=False)
     cwd: str | None = None
     #: Merge ``env`` onto our whole environment (not just the safe subset).
     inherit_env: bool = False
+    filters: Filters = Filters()
+    #: Seconds a forwarded request may take (None: the gateway's default).
+    timeout: float | None = None
 
     def transport_factory(self, **params: Any) -> TransportFactory:
         """A factory of fresh :class:`StdioTransport` actors (one per restart);
@@ -128,6 +181,9 @@ class StdioEntry:
         )
         return lambda: StdioTransport(server)
 
+    def describe(self) -> str:
+        return " ".join([self.command, *self.args])
+
 
 @attrs.frozen(kw_only=True)
 class RemoteEntry:
@@ -137,6 +193,8 @@ class RemoteEntry:
     url: str
     transport: RemoteTransport = "http"
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_map, hash=False)
+    filters: Filters = Filters()
+    timeout: float | None = None
 
     def transport_factory(self, **options: Any) -> TransportFactory:
         """A factory of fresh client transports; ``options`` go to the
@@ -161,205 +219,208 @@ class RemoteEntry:
 
         return make
 
+    def describe(self) -> str:
+        return f"{self.transport} {self.url}"
+
 
 ServerEntry = StdioEntry | RemoteEntry
 
 
 @attrs.frozen
 class GatewayConfig:
-    """The enabled servers, in file order, and the names of the disabled ones."""
+    """The enabled servers, in file order, the names of the disabled ones,
+    and the warnings reading the file gave (unknown keys…)."""
 
-    servers: tuple[ServerEntry, ...] = attrs.field(converter=tuple)
-    disabled: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    servers: tuple[ServerEntry, ...] = attrs.field(converter=_entries)
+    disabled: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=_strings, eq=False)
+    source: str | None = attrs.field(default=None, eq=False)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(entry.name for entry in self.servers)
+
+    def describe(self) -> str:
+        """The fleet this configuration runs, one line per server (``--check``)."""
+        out = []
+        for entry in self.servers:
+            kind = "stdio" if isinstance(entry, StdioEntry) else "remote"
+            line = f"{entry.name}: {kind} {entry.describe()}"
+            for what in ("tools", "prompts", "resources"):
+                f: Filter = getattr(entry.filters, what)
+                if not f.everything:
+                    inc = "*" if f.include is None else ",".join(f.include)
+                    exc = f" except {','.join(f.exclude)}" if f.exclude else ""
+                    line += f"; {what}: {inc}{exc}"
+            out.append(line)
+        out.extend(f"{name}: disabled" for name in self.disabled)
+        return "\n".join(out)
 
 
 # ----------------------------------------------------------------- parsing
 
 
 def load_config(
-    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None, inherit_env: bool = False
+    path: str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    inherit_env: bool = False,
+    inputs: Mapping[str, str] | None = None,
 ) -> GatewayConfig:
     """Read and parse a configuration file (see the module's rules)."""
     where = os.fspath(path)
     try:
-        text = Path(where).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the configuration file: {exc}", field=where) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", field=where
-        ) from None
-    return parse_config(data, environ=environ, inherit_env=inherit_env)
+        document = read_document(where)
+    except FormatError as exc:
+        raise ConfigError(exc.reason, file=where, line=exc.line) from None
+    return _parse(document, environ, inherit_env, inputs)
 
 
 def parse_config(
-    data: Any, *, environ: Mapping[str, str] | None = None, inherit_env: bool = False
+    data: Any,
+    *,
+    environ: Mapping[str, str] | None = None,
+    inherit_env: bool = False,
+    inputs: Mapping[str, str] | None = None,
+    text: str | None = None,
+    path: str | None = None,
 ) -> GatewayConfig:
-    """Parse the decoded JSON of a configuration (see the module's rules).
+    """Parse decoded configuration data (or, with ``text``, the text of a
+    file; ``path`` names it in messages and tells its format).
 
     ``environ`` is where ``${VAR}`` is looked up (default: ``os.environ``)."""
+    if text is not None:
+        try:
+            document = parse_document(text, path=path)
+        except FormatError as exc:
+            raise ConfigError(exc.reason, file=path, line=exc.line) from None
+    else:
+        document = Document(data, "", "json", path)
+    return _parse(document, environ, inherit_env, inputs)
+
+
+def _workspace(path: str | None) -> Path:
+    """The folder ``${workspaceFolder}`` means: the project of a file in a
+    host's dot-folder (``.vscode/mcp.json`` → the project), else the file's folder."""
+    if path is None:
+        return Path.cwd()
+    folder = Path(path).resolve().parent
+    return folder.parent if folder.name.startswith(".") else folder
+
+
+def _parse(
+    document: Document,
+    environ: Mapping[str, str] | None,
+    inherit_env: bool,
+    inputs: Mapping[str, str] | None,
+) -> GatewayConfig:
     env = os.environ if environ is None else environ
+    file = document.path
+    wrapper = "mcpServers"
+
+    def fail(message: str, server: str | None = None, field: str | None = None) -> ConfigError:
+        return ConfigError(
+            message,
+            server=server,
+            field=field,
+            file=file,
+            line=document.line_of(server, field) if server else None,
+            wrapper=wrapper,
+        )
+
+    data = document.data
     if not isinstance(data, dict):
-        raise ConfigError(f"the configuration must be a JSON object, not {_kind(data)}")
+        raise fail(f"the configuration must be an object, not {_kind(data)}")
     key = next((k for k in WRAPPER_KEYS if k in data), None)
     if key is None:
-        raise ConfigError(
-            "no 'mcpServers' object at the top level (a bare object of servers is not accepted: "
-            'wrap it as {"mcpServers": {...}})'
+        raise fail(
+            "no servers found: expected one of "
+            + ", ".join(repr(k) for k in WRAPPER_KEYS)
+            + ' at the top level (a bare object of servers is not accepted: wrap it as {"mcpServers": {...}})'
         )
-    servers = data[key]
-    if not isinstance(servers, dict):
-        raise ConfigError(f"must be an object of servers by name, not {_kind(servers)}", field=key)
+    wrapper = key
+    home = env.get("HOME") or str(Path.home())
+    folder = _workspace(file)
+    variables = Variables(
+        environ=env,
+        inputs=dict(inputs or {}),
+        declared_inputs=_declared_inputs(data.get("inputs")),
+        builtins={
+            "workspaceFolder": str(folder),
+            "workspaceFolderBasename": folder.name,
+            "userHome": home,
+            "pathSeparator": os.sep,
+            "/": os.sep,
+        },
+        base=folder,
+    )
+    gemini = key == "mcpServers" and file is not None and Path(file).name == "settings.json"
+    warnings: list[str] = []
+    raw_entries: list[RawEntry] = entries_of(data[key], key, fail)
     entries: list[ServerEntry] = []
     disabled: list[str] = []
-    for name, raw in servers.items():
-        _check_name(name)
-        if not isinstance(raw, dict):
-            raise ConfigError(f"must be an object, not {_kind(raw)}", server=name)
-        off = raw.get("disabled", False)
-        if not isinstance(off, bool):
-            raise ConfigError(f"must be true or false, not {_kind(off)}", server=name, field="disabled")
-        if off:
-            disabled.append(name)
+    for raw in raw_entries:
+        _check_name(raw.name, key, fail)
+        if raw.name in {e.name for e in entries} | set(disabled):
+            raise fail("this server is named more than once", raw.name)
+        fields, notes = structure_entry(raw, fail, variables, gemini=gemini)
+        for note in notes:
+            line = document.line_of(raw.name, note.field)
+            at = ":".join(str(p) for p in (file, line) if p is not None)
+            warnings.append(f"{at + ': ' if at else ''}{key}.{raw.name}: {note.text}")
+        if fields is None or fields.disabled:
+            disabled.append(raw.name)
             continue
-        entries.append(_entry(name, raw, env, inherit_env))
-    return GatewayConfig(entries, disabled)
+        filters = Filters(
+            tools=Filter(fields.tools.include, fields.tools.exclude),
+            prompts=Filter(fields.prompts.include, fields.prompts.exclude),
+            resources=Filter(fields.resources.include, fields.resources.exclude),
+        )
+        entry: ServerEntry
+        if fields.command is not None:
+            entry = StdioEntry(
+                name=raw.name,
+                command=fields.command,
+                args=fields.args,
+                env=fields.env,
+                cwd=fields.cwd,
+                inherit_env=inherit_env,
+                filters=filters,
+                timeout=fields.timeout,
+            )
+        else:
+            assert fields.url is not None
+            transport: RemoteTransport = (
+                "ws" if fields.transport == "ws" else "sse" if fields.transport == "sse" else "http"
+            )
+            entry = RemoteEntry(
+                name=raw.name,
+                url=fields.url,
+                transport=transport,
+                headers=fields.headers,
+                filters=filters,
+                timeout=fields.timeout,
+            )
+        entries.append(entry)
+    return GatewayConfig(entries, disabled, warnings, file)
 
 
-def _check_name(name: str) -> None:
+def _declared_inputs(value: Any) -> frozenset[str]:
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(i["id"] for i in value if isinstance(i, dict) and isinstance(i.get("id"), str))
+
+
+def _check_name(name: str, wrapper: str, fail: Callable[..., ConfigError]) -> None:
     if not name:
-        raise ConfigError("a server name must not be empty", field="mcpServers")
+        raise fail("a server name must not be empty", None, wrapper)
     if SEPARATOR in name:
-        raise ConfigError(
+        raise fail(
             f"the name must not contain {SEPARATOR!r}: it separates server and tool in 'server{SEPARATOR}tool'",
-            server=name,
+            name,
         )
     if not _NAME.fullmatch(name):
-        raise ConfigError(
-            "the name may hold only letters, digits, '_', '.' and '-' (it prefixes tool names)", server=name
-        )
-
-
-def _entry(name: str, raw: dict[str, Any], environ: Mapping[str, str], inherit_env: bool) -> ServerEntry:
-    has_command, has_url = "command" in raw, "url" in raw
-    if has_command and has_url:
-        raise ConfigError(
-            "give either 'command' (stdio) or 'url' (remote), not both", server=name, field="url"
-        )
-    kind = _transport_name(name, raw)
-    if has_command:
-        if kind not in (None, "stdio"):
-            raise ConfigError(
-                f"type {kind!r} needs a 'url'; a server with a 'command' is a stdio server",
-                server=name,
-                field="type",
-            )
-        return _stdio(name, raw, environ, inherit_env)
-    if has_url:
-        if kind == "stdio":
-            raise ConfigError("a stdio server needs a 'command', not a 'url'", server=name, field="command")
-        return _remote(name, raw, kind, environ)
-    raise ConfigError(
-        "missing: a server needs either 'command' (a stdio server) or 'url' (a remote server)",
-        server=name,
-        field="command",
-    )
-
-
-def _transport_name(name: str, raw: dict[str, Any]) -> str | None:
-    given = {k: raw[k] for k in ("type", "transport") if k in raw}
-    for field, value in given.items():
-        if not isinstance(value, str):
-            raise ConfigError(f"must be a string, not {_kind(value)}", server=name, field=field)
-    values = {v.lower() for v in given.values()}
-    if len(values) > 1:
-        raise ConfigError(
-            f"'type' ({given['type']!r}) and 'transport' ({given['transport']!r}) disagree",
-            server=name,
-            field="type",
-        )
-    if not values:
-        return None
-    value = values.pop()
-    if value != "stdio" and value not in TRANSPORT_NAMES:
-        field = next(iter(given))
-        known = ", ".join(["stdio", *TRANSPORT_NAMES])
-        raise ConfigError(
-            f"unknown transport type {given[field]!r}; known: {known}", server=name, field=field
-        )
-    return value
-
-
-def _stdio(name: str, raw: dict[str, Any], environ: Mapping[str, str], inherit_env: bool) -> StdioEntry:
-    command = _string(name, "command", raw["command"], environ)
-    if not command:
-        raise ConfigError("must not be empty", server=name, field="command")
-    args = raw.get("args", [])
-    if not isinstance(args, list):
-        raise ConfigError(f"must be a list of strings, not {_kind(args)}", server=name, field="args")
-    cwd = raw.get("cwd")
-    return StdioEntry(
-        name=name,
-        command=command,
-        args=[_string(name, f"args[{i}]", a, environ) for i, a in enumerate(args)],
-        env=_strings(name, "env", raw.get("env", {}), environ),
-        cwd=None if cwd is None else _string(name, "cwd", cwd, environ),
-        inherit_env=inherit_env,
-    )
-
-
-def _remote(name: str, raw: dict[str, Any], kind: str | None, environ: Mapping[str, str]) -> RemoteEntry:
-    url = _string(name, "url", raw["url"], environ)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
-        raise ConfigError(f"{url!r} is not an http(s):// or ws(s):// URL", server=name, field="url")
-    websocket = parts.scheme in ("ws", "wss")
-    if kind is None:
-        transport: RemoteTransport = (
-            "ws" if websocket else "sse" if parts.path.rstrip("/").endswith("/sse") else "http"
-        )
-    else:
-        transport = TRANSPORT_NAMES[kind]
-    if websocket != (transport == "ws"):
-        wanted = "ws:// or wss://" if transport == "ws" else "http:// or https://"
-        raise ConfigError(f"a {transport} server needs a {wanted} URL, not {url!r}", server=name, field="url")
-    return RemoteEntry(
-        name=name,
-        url=url,
-        transport=transport,
-        headers=_strings(name, "headers", raw.get("headers", {}), environ),
-    )
-
-
-def _strings(name: str, field: str, value: Any, environ: Mapping[str, str]) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"must be an object of strings, not {_kind(value)}", server=name, field=field)
-    return {k: _string(name, f"{field}.{k}", v, environ) for k, v in value.items()}
-
-
-def _string(name: str, field: str, value: Any, environ: Mapping[str, str]) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"must be a string, not {_kind(value)}", server=name, field=field)
-
-    def substitute(match: re.Match[str]) -> str:
-        var, default = match.group(1), match.group(2)
-        if var in environ:
-            return environ[var]
-        if default is not None:
-            return default
-        raise ConfigError(
-            f"${{{var}}} is not set in the environment (write ${{{var}:-default}} for a default)",
-            server=name,
-            field=field,
-        )
-
-    return _VAR.sub(substitute, value)
+        raise fail("the name may hold only letters, digits, '_', '.' and '-' (it prefixes tool names)", name)
 
 
 def _kind(value: Any) -> str:

@@ -21,16 +21,23 @@ server) and shows the fleet as one server:
 * **completions** of prompt arguments and template variables, routed the
   same way.
 
+Each server's filters (:class:`Filters`, from its configuration entry) hide
+tools, prompts and resources from the lists, and a hidden name is unknown on
+call. A tool call is forwarded as a proxy does: the arguments and the result
+pass through as the JSON they arrived as (``msgspec.Raw``), never decoded
+and re-encoded here.
+
 Failures reach the caller quickly as typed errors, never as a hang: a tool
 call whose server is down, gives up mid-call or does not answer within
-``request_timeout`` returns an ``isError`` result naming the server (what a
-model can read); the same for prompts, reads and completions raises
+``request_timeout`` (or the entry's ``timeout``) returns an ``isError``
+result naming the server (what a model can read); the same for prompts, reads and completions raises
 :class:`ServerUnavailable` (code ``-32003``); unknown names raise
 :class:`InvalidParams`. A call made while a server restarts waits for it at
-most ``ConnectionSettings.reconnect_wait`` seconds.
+most ``ConnectionSettings.reconnect_wait`` seconds; while a server is down
+(its last start failed: it is retried with backoff) a call fails at once.
 
 When a server's lists change (a ``list_changed`` from it, a reconnect with a
-different list, a server giving up) the gateway's clients get
+different list, a server lost, added or removed by a reload) the gateway's clients get
 ``notifications/{tools,prompts,resources}/list_changed``.
 
 Not forwarded: resource subscriptions, sampling and elicitation requests of
@@ -41,29 +48,26 @@ offered those capabilities), and the servers' log messages (they go to the
 
 from __future__ import annotations
 
+import json
 import logging
-import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-import attrs
 import msgspec
 import trio
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
-from .._util import collapse_groups, describe
 from ..actors._connection import (
     Connected,
     Connection,
     ConnectionFailed,
     ConnectionSettings,
+    Disconnected,
     ListsRefreshed,
 )
-from ..actors._host import SEPARATOR, ConsentPolicy, Host
+from ..actors._host import SEPARATOR, Host
 from ..actors._server import Context
 from ..protocol import (
-    CallToolRequestParams,
     CallToolResult,
     CompleteRequestParams,
     CompleteResult,
@@ -80,22 +84,24 @@ from ..protocol import (
     PromptReference,
     ReadResourceRequestParams,
     ReadResourceResult,
+    ResourceContents,
     ResourceNotFound,
     ResourceTemplateReference,
     TextContent,
 )
 from ..server._lowlevel import LowLevelServer, paginate
+from ..server._uri_template import UriTemplate
 from ..supervision import Backoff
-from ._config import ConfigError, GatewayConfig, ServerEntry, StdioEntry, load_config, parse_config
+from ._config import Filter, Filters, ServerEntry, StdioEntry
 
 __all__ = [
     "GATEWAY_SETTINGS",
+    "STATUS_URI",
     "URI_SCHEME",
     "Gateway",
     "GatewayStartError",
     "ServerUnavailable",
     "gateway_uri",
-    "open_gateway",
     "split_gateway_uri",
 ]
 
@@ -103,14 +109,20 @@ log = logging.getLogger("trio_mcp.gateway")
 
 #: Resources of server ``s`` are shown as ``gateway://s/<the server's URI>``.
 URI_SCHEME: Final = "gateway://"
+#: A resource (readable, not listed) holding :meth:`Gateway.status` as JSON.
+STATUS_URI: Final = "trio-mcp://gateway/status"
 
-#: Connection settings of the gateway's servers: calls wait at most 5 s for a
-#: restart; a server that does not answer a ping within 10 s is restarted.
+#: Connection settings of the gateway's servers: never given up (a server
+#: that fails at start or later is retried, the delay capped at 5 s, for as
+#: long as the gateway runs); calls wait at most 5 s for a restart, and fail
+#: at once while the server's last start failed; a server that does not
+#: answer a ping within 10 s is restarted.
 GATEWAY_SETTINGS: Final = ConnectionSettings(
     backoff=Backoff(initial=0.1, maximum=5.0, multiplier=2.0, reset_after=30.0),
     reconnect_wait=5.0,
     ping_interval=30.0,
     ping_timeout=10.0,
+    retry_forever=True,
 )
 
 
@@ -146,11 +158,28 @@ def split_gateway_uri(uri: str) -> tuple[str, str]:
     )
 
 
+class _ForwardedCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """``tools/call`` params as a proxy reads them: the name decoded, the
+    arguments kept as the client's JSON (``msgspec.Raw``). The client's own
+    ``_meta`` is not forwarded (it may carry another protocol era's fields);
+    the progress token is the peer's own."""
+
+    name: str
+    arguments: msgspec.Raw | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+_read_call: Final = msgspec.json.Decoder(_ForwardedCall)
+_encode: Final = msgspec.json.Encoder().encode
+
+
 class Gateway(LowLevelServer):
     """An MCP server app showing the servers of ``host`` as one (see the module).
 
     ``order``: the server names in the order their items are listed (servers
-    not named come after, in the Host's order)."""
+    not named come after, in the Host's order). ``entries``: the configured
+    servers, for their filters, timeouts and status (a server without an
+    entry shows everything)."""
 
     def __init__(
         self,
@@ -159,6 +188,7 @@ class Gateway(LowLevelServer):
         name: str = "trio-mcp-gateway",
         version: str = "0.1.0",
         order: Sequence[str] = (),
+        entries: Iterable[ServerEntry] = (),
         request_timeout: float = 300.0,
         **options: Any,
     ) -> None:
@@ -172,9 +202,14 @@ class Gateway(LowLevelServer):
         super().__init__(name, version, **options)
         self.host = host
         self.request_timeout = request_timeout
-        self._order = {server: i for i, server in enumerate(order)}
-        #: Servers that could not be started, with the reason.
+        self.order = order
+        #: The :class:`Fleet` that started the servers (set by ``open_gateway``).
+        self.fleet: Any = None
+        self.entries: dict[str, ServerEntry] = {e.name: e for e in entries}
+        #: Servers whose first start failed, with the reason (they are retried).
         self.failed: dict[str, str] = {}
+        #: (tools list, names shown) per server: the allowed tool names of its current list.
+        self._allowed: dict[str, tuple[list[Any], Filter, frozenset[str]]] = {}
         self._published: dict[str, list[Any]] = self._snapshot()
         lists = {
             "tools/list": self._lister(self.tools, lambda p, c: ListToolsResult(tools=p, next_cursor=c)),
@@ -191,10 +226,19 @@ class Gateway(LowLevelServer):
         }
         for method, handler in lists.items():
             self.set_request_handler(method, PaginatedRequestParams, handler)
-        self.set_request_handler("tools/call", CallToolRequestParams, self._call_tool)
+        self.set_request_handler("tools/call", msgspec.Raw, self._call_tool)
         self.set_request_handler("prompts/get", GetPromptRequestParams, self._get_prompt)
         self.set_request_handler("resources/read", ReadResourceRequestParams, self._read_resource)
         self.set_request_handler("completion/complete", CompleteRequestParams, self._complete)
+
+    @property
+    def order(self) -> list[str]:
+        """The server names in the order their items are listed."""
+        return list(self._order)
+
+    @order.setter
+    def order(self, names: Iterable[str]) -> None:
+        self._order = {server: i for i, server in enumerate(names)}
 
     # ---------------------------------------------------------- the lists
 
@@ -203,12 +247,17 @@ class Gateway(LowLevelServer):
         last = len(self._order)
         return sorted(servers, key=lambda item: self._order.get(item[0], last))
 
+    def _filters(self, server: str) -> Filters:
+        entry = self.entries.get(server)
+        return _ALL if entry is None else entry.filters
+
     def tools(self) -> list[Any]:
-        """Every server's tools, renamed ``server__tool``."""
+        """Every server's tools its filter shows, renamed ``server__tool``."""
         return [
             msgspec.structs.replace(tool, name=f"{server}{SEPARATOR}{tool.name}")
             for server, conn in self._servers()
             for tool in conn.tools
+            if self._filters(server).tools.allows(tool.name)
         ]
 
     def prompts(self) -> list[Any]:
@@ -216,6 +265,7 @@ class Gateway(LowLevelServer):
             msgspec.structs.replace(prompt, name=f"{server}{SEPARATOR}{prompt.name}")
             for server, conn in self._servers()
             for prompt in conn.prompts
+            if self._filters(server).prompts.allows(prompt.name)
         ]
 
     def resources(self) -> list[Any]:
@@ -223,6 +273,7 @@ class Gateway(LowLevelServer):
             msgspec.structs.replace(res, uri=gateway_uri(server, res.uri))
             for server, conn in self._servers()
             for res in conn.resources
+            if self._filters(server).resources.allows(res.uri)
         ]
 
     def resource_templates(self) -> list[Any]:
@@ -230,6 +281,7 @@ class Gateway(LowLevelServer):
             msgspec.structs.replace(t, uri_template=gateway_uri(server, t.uri_template))
             for server, conn in self._servers()
             for t in conn.resource_templates
+            if self._filters(server).resources.allows(t.uri_template)
         ]
 
     def _lister(self, items: Callable[[], list[Any]], answer: Callable[[list[Any], Any], Any]) -> Any:
@@ -261,10 +313,46 @@ class Gateway(LowLevelServer):
     async def watch(self, connection: Connection) -> None:
         """Follow a server's events and publish the list changes they bring."""
         async for event in connection.events():
-            if isinstance(event, (Connected, ListsRefreshed, ConnectionFailed)):
+            if isinstance(event, (Connected, ListsRefreshed, ConnectionFailed, Disconnected)):
+                if isinstance(event, Connected):
+                    self.failed.pop(connection.name, None)
                 self.publish_changes()
         await trio.lowlevel.checkpoint()  # the Host forgets the server before we look again
         self.publish_changes()
+
+    # ------------------------------------------------------------ status
+
+    def status(self) -> dict[str, Any]:
+        """Each server's state, as JSON-able builtins: ``state`` (connected,
+        starting, down, reconnecting, failed), ``pid`` or ``url``, ``uptime``
+        (seconds), ``restarts``, ``last_error`` and the ``tools`` it exposes;
+        ``ready`` is true when every configured server is connected."""
+        servers: dict[str, Any] = {}
+        for name, conn in self._servers():
+            entry = self.entries.get(name)
+            filters = self._filters(name)
+            uptime = conn.uptime
+            info: dict[str, Any] = {
+                "state": conn.state,
+                "transport": "stdio" if isinstance(entry, StdioEntry) else getattr(entry, "transport", None),
+                "uptime": None if uptime is None else round(uptime, 3),
+                "restarts": conn.restarts,
+                "connects": conn.statistics()["connects"],
+                "last_error": conn.last_error,
+                "tools": [t.name for t in conn.tools if filters.tools.allows(t.name)],
+            }
+            if isinstance(entry, StdioEntry):
+                info["pid"] = conn.pid
+            elif entry is not None:
+                info["url"] = entry.url
+            servers[name] = info
+        return {"ready": self.ready(), "servers": servers}
+
+    def ready(self) -> bool:
+        """Every configured server is connected (and there is at least one)."""
+        servers = self.host.servers
+        names = self.entries.keys() or servers.keys()
+        return bool(names) and all(n in servers and servers[n].connected for n in names)
 
     # ------------------------------------------------------------ routing
 
@@ -276,31 +364,61 @@ class Gateway(LowLevelServer):
             raise InvalidParams(f"unknown {kind} {public!r}: no server named {server!r} is connected")
         return server, name
 
+    def _timeout(self, server: str) -> float:
+        entry = self.entries.get(server)
+        return self.request_timeout if entry is None or entry.timeout is None else entry.timeout
+
     async def _forward(self, server: str, what: str, call: Any) -> Any:
-        """Run ``call()`` bounded by ``request_timeout``; a down server is a ServerUnavailable."""
+        """Run ``call()`` bounded by the server's timeout; a down server is a ServerUnavailable."""
+        timeout = self._timeout(server)
         try:
-            with trio.move_on_after(self.request_timeout):
+            with trio.move_on_after(timeout):
                 return await call()
         except ConnectionClosed as exc:
             raise ServerUnavailable(
                 f"server {server!r} is unavailable: {exc.message}", data={"server": server}
             ) from None
         raise ServerUnavailable(
-            f"server {server!r} did not answer {what} within {self.request_timeout} s",
-            data={"server": server},
+            f"server {server!r} did not answer {what} within {timeout} s", data={"server": server}
         )
 
-    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
-        server, _ = self._route("tool", params.name)
-        arguments = None if params.arguments is UNSET else params.arguments
-        options: dict[str, Any] = {}
-        if ctx.progress_token is not None:
-            options["on_progress"] = ctx.report_progress
+    def _has_tool(self, server: str, conn: Connection, name: str) -> bool:
+        """``name`` is in the server's current list and its filter shows it
+        (a set per list, rebuilt when the list or the filter changes)."""
+        tools = conn.tools
+        filters = self._filters(server).tools
+        known = self._allowed.get(server)
+        if known is None or known[0] is not tools or known[1] is not filters:
+            names = frozenset(t.name for t in tools if filters.allows(t.name))
+            known = self._allowed[server] = (tools, filters, names)
+        return name in known[2]
+
+    async def _call_tool(self, ctx: Context, raw: msgspec.Raw) -> Any:
+        """Forward a call as a proxy: the arguments and the result pass
+        through as JSON, never decoded here."""
+        try:
+            params = _read_call.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(f"Invalid params for tools/call: {exc}") from None
+        public = params.name
+        server, tool = self._route("tool", public)
+        conn = self.host.servers[server]
+        if not self._has_tool(server, conn, tool):
+            if not conn.connected and conn.state in ("starting", "down"):
+                # Never connected (or its lists are not known yet): say why, at once.
+                why = conn.last_error or "not connected yet"
+                text = f"server {server!r} is unavailable: {why}"
+                return CallToolResult(content=[TextContent(text=text)], is_error=True)
+            raise InvalidParams(f"server {server!r} has no tool {tool!r}")
+        # The params as JSON: the server's own name, the client's arguments as they came.
+        arguments = b"" if params.arguments is UNSET else b',"arguments":' + bytes(params.arguments)
+        forwarded = msgspec.Raw(b'{"name":' + _encode(tool) + arguments + b"}")
+        on_progress = ctx.report_progress if ctx.progress_token is not None else None
         try:
             return await self._forward(
                 server,
-                f"tools/call {params.name!r}",
-                lambda: self.host.call_tool(params.name, arguments, **options),
+                f"tools/call {public!r}",
+                lambda: conn.forward("tools/call", forwarded, on_progress=on_progress),
             )
         except ServerUnavailable as exc:
             # An isError result: the model reads it and may retry later.
@@ -308,126 +426,75 @@ class Gateway(LowLevelServer):
 
     async def _get_prompt(self, ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:
         server, name = self._route("prompt", params.name)
+        if not self._filters(server).prompts.allows(name):
+            raise InvalidParams(f"server {server!r} has no prompt {name!r}")
         arguments = None if params.arguments is UNSET else params.arguments
         conn = self.host.servers[server]
-        return await self._forward(
+        result: GetPromptResult = await self._forward(
             server, f"prompts/get {params.name!r}", lambda: conn.get_prompt(name, arguments)
         )
+        return result
 
-    async def _read_resource(self, ctx: Context, params: ReadResourceRequestParams) -> ReadResourceResult:
-        server, uri = split_gateway_uri(params.uri)
+    def _resource_server(self, uri: str, public: str) -> tuple[str, Connection]:
+        server, _ = split_gateway_uri(uri)
         conn = self.host.servers.get(server)
         if conn is None:
             raise ResourceNotFound(
-                f"Resource not found: no server named {server!r} is connected", data={"uri": params.uri}
+                f"Resource not found: no server named {server!r} is connected", data={"uri": public}
             )
+        return server, conn
+
+    async def _read_resource(self, ctx: Context, params: ReadResourceRequestParams) -> ReadResourceResult:
+        if params.uri == STATUS_URI:
+            text = json.dumps(self.status())
+            return ReadResourceResult(
+                contents=[ResourceContents.from_text(STATUS_URI, text, mime_type="application/json")]
+            )
+        server, uri = split_gateway_uri(params.uri)
+        _, conn = self._resource_server(params.uri, params.uri)
+        if not self._shows_resource(server, conn, uri):
+            raise ResourceNotFound(f"Resource not found: {params.uri!r}", data={"uri": params.uri})
         result = await self._forward(server, f"resources/read {uri!r}", lambda: conn.read_resource(uri))
         contents = [msgspec.structs.replace(c, uri=gateway_uri(server, c.uri)) for c in result.contents]
-        return msgspec.structs.replace(result, contents=contents)
+        read: ReadResourceResult = msgspec.structs.replace(result, contents=contents)
+        return read
+
+    def _shows_resource(self, server: str, conn: Connection, uri: str) -> bool:
+        """A filtered server reads only the URIs it lists, or those of the
+        templates it shows; an unfiltered one reads anything."""
+        f = self._filters(server).resources
+        if f.everything:
+            return True
+        if any(r.uri == uri for r in conn.resources):
+            return f.allows(uri)
+        return any(
+            f.allows(t.uri_template) and UriTemplate(t.uri_template).match(uri) is not None
+            for t in conn.resource_templates
+        )
 
     async def _complete(self, ctx: Context, params: CompleteRequestParams) -> CompleteResult:
         ref: Any = params.ref
         if isinstance(ref, PromptReference):
             server, name = self._route("prompt", ref.name)
+            if not self._filters(server).prompts.allows(name):
+                raise InvalidParams(f"server {server!r} has no prompt {name!r}")
             ref = msgspec.structs.replace(ref, name=name)
         else:
             server, uri = split_gateway_uri(ref.uri)
             if server not in self.host.servers:
                 raise InvalidParams(f"unknown resource template {ref.uri!r}: no server named {server!r}")
+            if not self._filters(server).resources.allows(uri):
+                raise InvalidParams(f"unknown resource template {ref.uri!r}")
             ref = ResourceTemplateReference(uri=uri)
         conn = self.host.servers[server]
         context = None
         if params.context is not UNSET and params.context.arguments is not UNSET:
             context = params.context.arguments
         arg = params.argument
-        return await self._forward(
+        completed: CompleteResult = await self._forward(
             server, "completion/complete", lambda: conn.complete(ref, arg.name, arg.value, context=context)
         )
+        return completed
 
 
-# ------------------------------------------------------------------ opening
-
-
-GatewaySource = GatewayConfig | Mapping[str, Any] | Iterable[ServerEntry] | str | os.PathLike[str]
-
-
-def _entries(source: GatewaySource) -> tuple[ServerEntry, ...]:
-    if isinstance(source, GatewayConfig):
-        return source.servers
-    if isinstance(source, (str, os.PathLike)):
-        return load_config(source).servers
-    if isinstance(source, Mapping):
-        return parse_config(dict(source)).servers
-    entries = tuple(source)
-    names = [e.name for e in entries]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ConfigError(f"servers named more than once: {', '.join(dupes)}")
-    return entries
-
-
-@attrs.frozen
-class _Starter:
-    gateway: Gateway
-    nursery: trio.Nursery
-    transport_options: Mapping[str, Mapping[str, Any]]
-
-    async def start(self, entry: ServerEntry) -> None:
-        host = self.gateway.host
-        options = self.transport_options["stdio" if isinstance(entry, StdioEntry) else "remote"]
-        try:
-            conn = await host.add_server(entry.name, entry.transport_factory(**options))
-        except McpError as exc:  # a start failure (ConnectionClosed): it never stops the others
-            reason = describe(exc)
-            self.gateway.failed[entry.name] = reason
-            log.warning("gateway: server %s could not be started and is left out: %s", entry.name, reason)
-            return
-        self.nursery.start_soon(self.gateway.watch, conn)
-
-
-@asynccontextmanager
-async def open_gateway(
-    config: GatewaySource,
-    *,
-    settings: ConnectionSettings | None = None,
-    request_timeout: float = 300.0,
-    stdio_options: Mapping[str, Any] | None = None,
-    remote_options: Mapping[str, Any] | None = None,
-    **gateway_options: Any,
-) -> AsyncIterator[Gateway]:
-    """Start a Host with every configured server and yield the :class:`Gateway`.
-
-    ``config``: a :class:`GatewayConfig`, the decoded JSON, a file path, or
-    :class:`ServerEntry` objects. The servers start concurrently; one that
-    cannot start (after ``settings.start_retries``) is logged, recorded in
-    ``gateway.failed`` and left out — unless none starts: then
-    :class:`GatewayStartError`. An empty configuration is a :class:`ConfigError`.
-    Leaving the block stops every server (and its process).
-
-    ``stdio_options`` go to every :class:`StdioServerParameters`,
-    ``remote_options`` to every network transport, ``gateway_options`` to
-    :class:`Gateway`."""
-    entries = _entries(config)
-    if not entries:
-        raise ConfigError("no servers to start (is every server disabled?)")
-    names = [e.name for e in entries]
-    host = Host(
-        settings=settings or GATEWAY_SETTINGS, consent_policy=ConsentPolicy(trusted_servers=frozenset(names))
-    )
-    with collapse_groups():
-        async with trio.open_nursery() as nursery:
-            await nursery.start(host.run)
-            gateway = Gateway(host, order=names, request_timeout=request_timeout, **gateway_options)
-            starter = _Starter(
-                gateway, nursery, {"stdio": stdio_options or {}, "remote": remote_options or {}}
-            )
-            async with trio.open_nursery() as starting:
-                for entry in entries:
-                    starting.start_soon(starter.start, entry)
-            if not host.servers:
-                raise GatewayStartError(gateway.failed)
-            gateway.publish_changes()
-            try:
-                yield gateway
-            finally:
-                nursery.cancel_scope.cancel()
+_ALL: Final = Filters()

@@ -283,6 +283,8 @@ def coerce(value: Any, type_: type[T]) -> T:
     Raises :class:`msgspec.ValidationError` / ``DecodeError`` on mismatch.
     """
     if type(value) is Raw:
+        if type_ is Raw:
+            return value  # type: ignore[return-value]
         dec = _decoders.get(type_)
         if dec is None:
             dec = _decoders[type_] = msgspec.json.Decoder(type_)
@@ -290,6 +292,8 @@ def coerce(value: Any, type_: type[T]) -> T:
         return decoded
     if isinstance(type_, type) and isinstance(value, type_):
         return value
+    if type_ is Raw:  # a payload kept as JSON (a proxy's): encode what arrived decoded
+        return Raw(_encoder.encode({} if value is UNSET or value is None else value))  # type: ignore[return-value]
     if value is UNSET or value is None:
         value = {}
     elif isinstance(value, Struct):
