@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from trio_mcp.bench import (
     LoadPlan,
     PlanError,
@@ -146,7 +147,7 @@ def test_thresholds_are_read_and_judged() -> None:
                 "op:max<1s",
                 "nope:p50<1s",
             )
-        ],  # fmt: skip
+        ],
         figures(),
         {"op": figures(latency_us={"max": 2_000_000})},
     )
