@@ -1,163 +1,275 @@
-"""``trio-mcp bench``: a ``tools/call`` load run against any MCP server.
+"""``trio-mcp bench``: the command of the load tool (:mod:`trio_mcp.bench`).
 
-``concurrency`` callers share one session and call the tool back to back,
-first for ``warmup`` seconds (not counted), then for ``duration`` seconds or
-until ``calls`` calls were made. Every call is bounded by ``call_timeout``.
-Latencies go into an HDR histogram (microseconds, 3 significant digits), so
-a long run keeps constant memory. A call is counted as
-
-* ``ok``: answered with a result that is not ``isError``;
-* ``is_error``: answered with an ``isError`` result;
-* ``failed``: answered with a JSON-RPC error, or not answered within
-  ``call_timeout`` (by kind: the error's code, or ``timeout``).
-
-A connection that dies ends the run early (every later call would fail the
-same way); the report says so.
+trio-mcp bench [TARGET] TOOL key=value… [-c 16 | --rate 500/s] [--stage 30s:100/s]…
+               [-d 10s | -n CALLS] [--warmup 1s] [--sessions S] [--workers W]
+               [--scenario FILE.toml|yaml] [--threshold 'p99<50ms']… [--json]
+               [--html REPORT.html] [--plot FILE.png] [--header 'Name: value']…
+trio-mcp bench compare A.json B.json
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Literal
 
-import attrs
-import trio
-
-from ..protocol import ConnectionClosed, McpError
-
-__all__ = ["BenchResult", "format_result", "run_bench"]
-
-#: Highest latency the histogram records exactly (one hour, in microseconds);
-#: anything slower is recorded as this.
-_MAX_US = 3_600_000_000
+__all__ = ["add_bench_parser", "main_bench"]
 
 
-@attrs.frozen
-class BenchResult:
-    tool: str
-    concurrency: int
-    seconds: float
-    calls: int
-    ok: int
-    is_error: int
-    failed: dict[str, int]
-    calls_per_s: float
-    mean_us: float
-    p50_us: int
-    p90_us: int
-    p99_us: int
-    p999_us: int
-    max_us: int
-    protocol: str | None
-    #: Why the run ended before its time or call budget, if it did.
-    stopped: str | None = None
+def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """The ``bench`` subcommand and its options."""
+    bench: argparse.ArgumentParser = subparsers.add_parser(
+        "bench",
+        help="load-test a server: closed or open model, scenarios, workers, live figures, reports",
+        description="Load-test an MCP server. `trio-mcp bench compare A.json B.json` compares two runs.",
+    )
+    bench.add_argument("words", nargs="*", metavar="[TARGET] TOOL key=value | compare A.json B.json")
+    load = bench.add_argument_group("load model")
+    load.add_argument(
+        "-c", "--concurrency", type=int, default=None, help="callers at once (closed model, default 16)"
+    )
+    load.add_argument(
+        "--rate", default=None, help="calls per second, e.g. 500/s (open model: a fixed arrival rate)"
+    )
+    load.add_argument(
+        "--stage",
+        action="append",
+        default=[],
+        metavar="DURATION:LEVEL",
+        help="ramp to LEVEL over DURATION: 30s:100/s (rate) or 1m:50 (callers); repeatable",
+    )
+    load.add_argument("-d", "--duration", default=None, help="time to measure: 10, 30s, 2m (default 10s)")
+    load.add_argument("-n", "--calls", type=int, default=None, help="stop after this many calls")
+    load.add_argument("--warmup", default="1s", help="load before measuring, not counted (default 1s)")
+    load.add_argument(
+        "--sessions", type=int, default=1, help="independent sessions (connections) to spread over"
+    )
+    load.add_argument("--workers", type=int, default=1, help="load-generating processes (default 1)")
+    load.add_argument("--max-in-flight", type=int, default=None, help="open model: calls in flight at most")
+    load.add_argument("--call-timeout", default="30s", help="bound of each call (default 30s)")
+    load.add_argument(
+        "--scenario", default=None, metavar="FILE", help="a weighted mix of operations (TOML or YAML)"
+    )
+    load.add_argument("--seed", type=int, default=0, help="seed of random argument choices")
+    conn = bench.add_argument_group("connection")
+    conn.add_argument(
+        "--era", choices=("auto", "handshake", "modern"), default="auto", help="protocol era (default: probe)"
+    )
+    conn.add_argument(
+        "--header", action="append", default=[], metavar="'Name: value'", help="HTTP header; repeatable"
+    )
+    out = bench.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="the whole report as JSON on stdout")
+    out.add_argument("--html", default=None, metavar="REPORT.html", help="write a self-contained HTML report")
+    out.add_argument(
+        "--plot", default=None, metavar="FILE.png", help="write the charts as PNG (needs trio-mcp[plot])"
+    )
+    out.add_argument("--interval", default="1s", help="interval of the live figures and charts (default 1s)")
+    out.add_argument("--live", choices=("auto", "rich", "plain", "off"), default="auto", help="live display")
+    out.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="[OP:]METRIC<VALUE",
+        help="pass/fail: 'p99<50ms', 'error_rate<0.1%%', 'call echo:p90<10ms'; exit 1 if one fails",
+    )
+    return bench
 
 
-async def run_bench(
-    client: Any,
-    tool: str,
-    arguments: dict[str, Any],
-    *,
-    concurrency: int = 16,
-    duration: float = 10.0,
-    calls: int | None = None,
-    warmup: float = 1.0,
-    call_timeout: float = 30.0,
-) -> BenchResult:
-    """Run the load against an initialized :class:`~trio_mcp.ClientSession`."""
-    from hdrh.histogram import HdrHistogram
+def _die(message: str) -> SystemExit:
+    return SystemExit(f"trio-mcp: {message}")
 
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
-    if duration <= 0 and calls is None:
-        raise ValueError("give a positive duration or a number of calls")
-    if calls is not None and calls < 1:
-        raise ValueError("calls must be at least 1")
-    histogram = HdrHistogram(1, _MAX_US, 3)
-    counts = {"ok": 0, "is_error": 0, "issued": 0}
-    failed: dict[str, int] = {}
-    stopped: str | None = None
 
-    async def one(record: bool) -> None:
-        nonlocal stopped
-        start = time.perf_counter_ns()
-        kind: str | None = None
+def _headers(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition(":")
+        if not sep or not name.strip():
+            raise _die(f"a header is 'Name: value', not {pair!r}")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _compare(paths: list[str]) -> int:
+    from ..bench import compare_reports, format_compare
+
+    if len(paths) != 2:
+        raise _die("bench compare takes two JSON reports: A.json B.json")
+    reports = []
+    for path in paths:
         try:
-            with trio.fail_after(call_timeout):
-                result = await client.call_tool(tool, arguments)
-            kind = "is_error" if result.is_error is True else "ok"
-        except ConnectionClosed as exc:
-            stopped = f"the connection closed: {exc.message}"
-            kind = f"{exc.code}"
-        except McpError as exc:
-            kind = f"{exc.code}"
-        except trio.TooSlowError:
-            kind = "timeout"
-        if not record:
-            return
-        histogram.record_value(min(max((time.perf_counter_ns() - start) // 1000, 1), _MAX_US))
-        if kind in ("ok", "is_error"):
-            counts[kind] += 1
-        else:
-            failed[kind] = failed.get(kind, 0) + 1
+            reports.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise _die(f"cannot read the report {path}: {exc}") from None
+        if "total" not in reports[-1]:
+            raise _die(f"{path} is not a trio-mcp bench --json report")
+    print(format_compare(compare_reports(reports[0], reports[1]), paths[0], paths[1]))
+    return 0
 
-    async def caller(deadline: float, record: bool, scope: trio.CancelScope) -> None:
-        while stopped is None and trio.current_time() < deadline:
-            if record and calls is not None:
-                if counts["issued"] >= calls:
-                    return
-                counts["issued"] += 1
-            await one(record)
-        if stopped is not None:
-            scope.cancel()
 
-    async def phase(seconds: float, record: bool) -> float:
-        begin = time.perf_counter()
-        deadline = trio.current_time() + seconds
-        async with trio.open_nursery() as nursery:
-            for _ in range(concurrency):
-                nursery.start_soon(caller, deadline, record, nursery.cancel_scope)
-        return time.perf_counter() - begin
+def _plan(args: argparse.Namespace) -> Any:
+    from ..bench import LoadPlan, parse_duration, parse_rate, parse_stage
 
-    if warmup > 0:
-        await phase(warmup, record=False)
-    budget = duration if duration > 0 else float("inf")
-    elapsed = await phase(budget, record=True) if stopped is None else 0.0
-    total = histogram.get_total_count()
-    return BenchResult(
-        tool=tool,
-        concurrency=concurrency,
-        seconds=round(elapsed, 3),
-        calls=total,
-        ok=counts["ok"],
-        is_error=counts["is_error"],
-        failed=dict(sorted(failed.items())),
-        calls_per_s=round(total / elapsed, 1) if elapsed > 0 else 0.0,
-        mean_us=round(histogram.get_mean_value(), 1) if total else 0.0,
-        p50_us=histogram.get_value_at_percentile(50) if total else 0,
-        p90_us=histogram.get_value_at_percentile(90) if total else 0,
-        p99_us=histogram.get_value_at_percentile(99) if total else 0,
-        p999_us=histogram.get_value_at_percentile(99.9) if total else 0,
-        max_us=histogram.get_max_value() if total else 0,
-        protocol=getattr(client, "protocol_version", None),
-        stopped=stopped,
+    stages = tuple(parse_stage(s) for s in args.stage)
+    model: Literal["open", "closed"] = (
+        "open" if args.rate is not None or (stages and stages[0].model == "open") else "closed"
     )
-
-
-def format_result(result: BenchResult, target: str) -> str:
-    failed = sum(result.failed.values())
-    kinds = ", ".join(f"{k}: {n}" for k, n in result.failed.items())
-    head = f"tools/call {result.tool} on {target}: {result.concurrency} callers, {result.seconds:.2f} s"
-    calls = f"{result.calls:,} ({result.calls_per_s:,.1f}/s): {result.ok:,} ok, {result.is_error:,} isError"
-    latency = (
-        f"mean {result.mean_us:,.0f} µs, p50 {result.p50_us:,}, p90 {result.p90_us:,}, "
-        f"p99 {result.p99_us:,}, p99.9 {result.p999_us:,}, max {result.max_us:,} µs"
+    if args.rate is not None and args.concurrency is not None:
+        raise _die("give callers (-c) or a rate (--rate), not both")
+    if model == "open":
+        level = parse_rate(args.rate) if args.rate is not None else 0.0
+    else:
+        level = float(args.concurrency if args.concurrency is not None else (0 if stages else 16))
+    if stages and args.duration is not None:
+        raise _die("with stages the run lasts as long as they do: leave out -d")
+    if args.duration is not None:
+        duration = parse_duration(args.duration)
+    else:
+        duration = math.inf if args.calls is not None else 10.0
+    options: dict[str, Any] = {}
+    if args.max_in_flight is not None:
+        options["max_in_flight"] = args.max_in_flight
+    plan = LoadPlan(
+        model=model,
+        level=level,
+        stages=stages,
+        duration=duration,
+        calls=args.calls,
+        warmup=parse_duration(args.warmup),
+        sessions=args.sessions,
+        call_timeout=parse_duration(args.call_timeout),
+        interval=parse_duration(args.interval),
+        seed=args.seed,
+        **options,
     )
-    lines = [
-        f"{head}, protocol {result.protocol}",
-        f"  calls    {calls}, {failed:,} failed" + (f" ({kinds})" if kinds else ""),
-        f"  latency  {latency}",
-    ]
-    if result.stopped:
-        lines.append(f"  stopped early: {result.stopped}")
-    return "\n".join(lines)
+    if args.workers < 1:
+        raise _die("workers must be at least 1")
+    if args.workers > 1:
+        if model == "closed" and plan.peak_level() < args.workers:
+            raise _die("give at least one caller per worker")
+        if plan.calls is not None and plan.calls < args.workers:
+            raise _die("give at least one call per worker")
+    return plan
+
+
+async def _prepare(
+    target: list[str], headers: dict[str, str], era: str, scenario: Any, shorthand: list[str]
+) -> Any:
+    """One session before the load: the shorthand ``TOOL key=value…`` typed by
+    the tool's schema; every tool of the mix exists; a bad argument shows once
+    here rather than in every call of the run."""
+    import trio
+
+    from ..bench import single_tool
+    from ..bench._connect import open_session
+    from ._main import coerce_value
+
+    with trio.fail_after(60):
+        async with open_session(target, headers=headers, era=era) as client:  # type: ignore[arg-type]
+            if scenario is None:
+                tools = {t.name: t for t in await client.list_all_tools()}
+                tool, pairs = shorthand[0], shorthand[1:]
+                if tool not in tools:
+                    raise _die(f"no tool {tool!r}; the server has: {', '.join(sorted(tools)) or 'none'}")
+                schema = tools[tool].input_schema
+                props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+                arguments = {}
+                for pair in pairs:
+                    key, sep, value = pair.partition("=")
+                    if not sep or not key:
+                        raise _die(f"arguments are key=value, not {pair!r}")
+                    arguments[key] = coerce_value(value, props.get(key))
+                scenario = single_tool(tool, arguments)
+            tool_ops = [op for op in scenario.operations if op.kind == "tool"]
+            if tool_ops:
+                names = {t.name for t in await client.list_all_tools()}
+                for op in tool_ops:
+                    if op.target not in names:
+                        have = ", ".join(sorted(names)) or "none"
+                        raise _die(f"no tool {op.target!r}; the server has: {have}")
+            checked: set[str] = set()
+            for op, args in scenario.mix(0):
+                if op.name in checked:
+                    break
+                checked.add(op.name)
+                if op.kind == "tool":
+                    first = await client.call_tool(op.target, args)
+                    if first.is_error is True:
+                        text = " ".join(getattr(b, "text", "") for b in first.content).strip()
+                        raise _die(f"{op.target} answered isError before the load run: {text}")
+    return scenario
+
+
+def main_bench(args: argparse.Namespace, command: list[str]) -> int:
+    """Run ``trio-mcp bench`` (``command``: the stdio command after ``--``)."""
+    import trio
+
+    from ..bench import BenchConfig, PlanError, ScenarioError, ThresholdError, load_scenario, parse_threshold
+
+    words = list(args.words)
+    if words[:1] == ["compare"] and not command:
+        return _compare(words[1:])
+    if command:
+        target, rest = command, words
+    else:
+        target, rest = words[:1], words[1:]
+    if not target:
+        raise _die("bench needs a TARGET: a URL, or '-- command args…'")
+    headers = _headers(args.header)
+    try:
+        plan = _plan(args)
+        for text in args.threshold:
+            parse_threshold(text)
+        scenario = None
+        if args.scenario is not None:
+            if rest:
+                raise _die("give a scenario file or TOOL key=value, not both")
+            scenario = load_scenario(args.scenario)
+        elif not rest:
+            raise _die("bench needs a TOOL name (or --scenario FILE)")
+        scenario = trio.run(_prepare, target, headers, args.era, scenario, rest)
+    except (PlanError, ScenarioError, ThresholdError, ValueError) as exc:
+        raise _die(str(exc)) from None
+    config = BenchConfig(
+        target=target,
+        plan=plan,
+        scenario=scenario,
+        headers=headers,
+        era=args.era,
+        workers=args.workers,
+        thresholds=list(args.threshold),
+        live=args.live,
+        stage_texts=list(args.stage),
+    )
+    from ..bench import for_json, format_summary, run_bench
+
+    report = trio.run(run_bench, config)
+    if args.json:
+        print(json.dumps(for_json(report), indent=2))
+    else:
+        print(format_summary(report))
+    if args.html:
+        from ..bench import write_html
+
+        write_html(report, args.html)
+    if args.plot:
+        from ..bench import write_plot
+
+        try:
+            write_plot(report, args.plot)
+        except ImportError:
+            print("trio-mcp: --plot needs matplotlib: pip install 'trio-mcp[plot]'", file=sys.stderr)
+            return 1
+    failed = [v for v in report["thresholds"] if not v["passed"]]
+    for v in failed:
+        actual = "no figure" if v["actual"] is None else f"actual {v['actual']:g}"
+        print(f"trio-mcp: threshold failed: {v['threshold']} ({v.get('why') or actual})", file=sys.stderr)
+    if report["stopped"] == "interrupted":
+        return 130
+    if report["thresholds"]:
+        return 1 if failed or report["stopped"] else 0
+    clean = report["ok"] == report["calls"] and report["calls"] > 0
+    return 0 if clean and report["stopped"] is None else 1

@@ -6,7 +6,7 @@
     trio-mcp call TARGET TOOL key=value ... [--json]
     trio-mcp gateway FILE -t stdio|http|sse|ws [--check] [--input ID=VALUE] [--watch S]   (see _gateway_cmd)
     trio-mcp gateway status URL [--json]
-    trio-mcp bench TARGET TOOL key=value ... [-c 16] [-d 10 | -n CALLS] [--warmup 1] [--json]
+    trio-mcp bench TARGET TOOL key=value ... [-c 16 | --rate 500/s] [-d 10s | -n CALLS] [--json]  (see bench -h)
 
 TARGET is a URL (``http(s)://…/mcp``, ``…/sse``, ``ws://…``) or, after
 ``--``, a command line that starts a stdio server:
@@ -40,30 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     call = sub.add_parser("call", help="call a tool")
     call.add_argument("words", nargs="*", metavar="[TARGET] TOOL key=value")
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    bench = sub.add_parser("bench", help="a tools/call load run against a server: calls/s and latency")
-    bench.add_argument("words", nargs="*", metavar="[TARGET] TOOL key=value")
-    bench.add_argument("-c", "--concurrency", type=int, default=16, help="callers at once (default 16)")
-    bench.add_argument(
-        "-d",
-        "--duration",
-        type=float,
-        default=None,
-        help="seconds to measure (default 10; unbounded with --calls alone)",
-    )
-    bench.add_argument("-n", "--calls", type=int, default=None, help="stop after this many calls")
-    bench.add_argument(
-        "--warmup", type=float, default=1.0, help="seconds of calls before measuring (default 1)"
-    )
-    bench.add_argument("--call-timeout", type=float, default=30.0, help="bound of each call, in seconds")
-    bench.add_argument(
-        "--era",
-        choices=("auto", "handshake", "modern"),
-        default="auto",
-        help="protocol era to speak (default: probe)",
-    )
-    bench.add_argument("--json", action="store_true", help="one JSON object instead of the report")
+    from ._bench import add_bench_parser
     from ._gateway_cmd import add_gateway_parser
 
+    add_bench_parser(sub)
     add_gateway_parser(sub, _serving_options)
     return parser
 
@@ -177,43 +157,6 @@ async def _call(target: list[str], tool: str, pairs: list[str], as_json: bool) -
     return 1 if result.is_error is True else 0
 
 
-async def _bench(target: list[str], tool: str, pairs: list[str], args: argparse.Namespace) -> int:
-    from ._bench import format_result, run_bench
-    from ._targets import open_target
-
-    duration = args.duration if args.duration is not None else (0.0 if args.calls is not None else 10.0)
-    async with open_target(target, era=args.era) as client:
-        tools = {t.name: t for t in await client.list_all_tools()}
-        if tool not in tools:
-            print(
-                f"trio-mcp: no tool {tool!r}; the server has: {', '.join(sorted(tools)) or 'none'}",
-                file=sys.stderr,
-            )
-            return 2
-        arguments = _arguments(pairs, tools[tool].input_schema)
-        first = await client.call_tool(tool, arguments)  # a bad argument shows here, not 10,000 times
-        if first.is_error is True:
-            text = " ".join(getattr(b, "text", "") for b in first.content).strip()
-            print(f"trio-mcp: {tool} answered isError before the load run: {text}", file=sys.stderr)
-            return 1
-        try:
-            result = await run_bench(
-                client,
-                tool,
-                arguments,
-                concurrency=args.concurrency,
-                duration=duration,
-                calls=args.calls,
-                warmup=args.warmup,
-                call_timeout=args.call_timeout,
-            )
-        except ValueError as exc:
-            raise SystemExit(f"trio-mcp: {exc}") from None
-    if args.json:
-        _print_json(result)
-    else:
-        print(format_result(result, " ".join(target)))
-    return 0 if result.ok == result.calls and result.stopped is None else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             target = command or args.target
             return trio.run(_list, target, args.json)
+        if args.command == "bench":
+            from ._bench import main_bench
+
+            return main_bench(args, command)
         if args.command in ("call", "bench"):
             pos = args.words
             if command:
@@ -265,8 +212,6 @@ def main(argv: list[str] | None = None) -> int:
                 target, rest = pos[:1], pos[1:]
             if not rest:
                 raise SystemExit(f"trio-mcp: {args.command} needs a TOOL name")
-            if args.command == "bench":
-                return trio.run(_bench, target, rest[0], rest[1:], args)
             return trio.run(_call, target, rest[0], rest[1:], args.json)
     except KeyboardInterrupt:
         return 130
