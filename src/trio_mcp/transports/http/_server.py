@@ -1439,6 +1439,7 @@ class StreamableHttpApp(AsgiApp):
             from ...actors._server import ServerSession
 
             server = self._stateless = ServerSession(app, _NoWire(), limits=app.limits, name="http:stateless")
+            server.task_nursery = self._nursery  # tasks outlive the request that started them
             self._stateless_methods = methods
         return server
 
