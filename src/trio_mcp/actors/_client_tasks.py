@@ -17,6 +17,8 @@ polling follows the server's interval hint, clamped to
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -39,6 +41,7 @@ from ..protocol import (
     ListTasksResult,
     McpError,
     MethodNotFound,
+    Tool,
     coerce,
     error_from_code,
     with_extensions,
@@ -142,6 +145,18 @@ class TaskClient:
             )
         return await session.peer.request(method, params, result_type=result_type)
 
+    @staticmethod
+    def required_by(tool: Tool) -> bool:
+        """Whether ``tool`` runs only as a task (``execution.taskSupport: "required"``)."""
+        execution = tool.execution
+        return execution is not UNSET and execution.task_support == "required"
+
+    @staticmethod
+    def print_status(info: TaskInfo) -> None:
+        """An ``on_status`` that prints each status to stderr (what the CLI shows)."""
+        message = f": {info.status_message}" if info.status_message else ""
+        print(f"task {info.task_id[:12]}: {info.status}{message}", file=sys.stderr, flush=True)
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, *, ttl_ms: int | None = None
     ) -> TaskInfo | CallToolResult:
@@ -208,9 +223,15 @@ class TaskClient:
                     await maybe
             if info.terminal:
                 return info
-            if info.status == "input_required" and info.input_requests and self.modern:
-                await self._answer(task_id, info.input_requests)
-                continue
+            if info.status == "input_required":
+                if self.modern and info.input_requests:
+                    await self._answer(task_id, info.input_requests)
+                    continue
+                if not self.modern:
+                    # 2025-11-25: the server sends its questions while tasks/result is open
+                    with contextlib.suppress(McpError):
+                        await self.result(task_id)
+                    continue
             await trio.sleep(info.poll_interval)
 
     async def _answer(self, task_id: str, questions: dict[str, Any]) -> None:
