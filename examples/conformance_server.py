@@ -601,6 +601,81 @@ def add_stateless_fixtures(server: MCPServer = app) -> None:
     server.set_request_handler(
         "tools/call", CallToolRequestParams, call_tool_fixed_keys, own_request_state=True
     )
+    add_task_fixtures(server)
+
+
+def add_task_fixtures(server: MCPServer = app) -> None:
+    """The tasks extension (SEP-2663): a task runtime and the tools its scenarios call.
+
+    ``greet`` is a plain tool; ``slow_compute``, ``failing_job``,
+    ``protocol_error_job``, ``confirm_delete`` and ``multi_input`` run as tasks
+    when the client declares the extension (``failing_job`` only then);
+    ``test_tool_with_task`` asks for a name in the request (input-required
+    rounds), then answers with a task whose result uses it."""
+    from trio_mcp.actors import TaskRuntime
+    from trio_mcp.protocol import CallToolResult, InternalError
+
+    if server.tasks is None:
+        server.enable_tasks(TaskRuntime(poll_interval_ms=200))
+
+    def form(field: str, kind: str = "string") -> dict[str, Any]:
+        return {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+
+    def content(result: Any) -> dict[str, Any]:
+        return {} if result.content is msgspec.UNSET else dict(result.content)
+
+    @server.tool(description="Greets by name (never a task)")
+    def greet(name: str) -> str:
+        return f"Hello, {name}!"
+
+    @server.tool(task_support="optional", description="Sleeps `seconds`, then answers (a task when asked)")
+    async def slow_compute(seconds: float = 1.0, label: str = "") -> str:
+        await trio.sleep(seconds)
+        return f"computed {label or 'result'} after {seconds}s"
+
+    @server.tool(task_support="required", description="Fails after ~1 s with a tool execution error")
+    async def failing_job() -> str:
+        await trio.sleep(1)
+        raise RuntimeError("failing_job always fails")
+
+    @server.tool(task_support="optional", description="Fails with a protocol error (the task fails)")
+    async def protocol_error_job() -> str:
+        await trio.sleep(0.1)
+        raise InternalError("protocol_error_job: simulated internal failure")
+
+    @server.tool(task_support="optional", description="Asks the user to confirm a deletion")
+    async def confirm_delete(filename: str, ctx: Context) -> str:
+        result = await ctx.elicit(f"Delete {filename}?", form("confirm", "boolean"))
+        confirmed = result.action == "accept" and content(result).get("confirm") is True
+        return f"{filename}: {'deleted' if confirmed else 'kept'}"
+
+    @server.tool(task_support="optional", description="Asks two questions at once")
+    async def multi_input(ctx: Context) -> str:
+        answers: list[str] = []
+
+        async def ask(question: str) -> None:
+            result = await ctx.elicit(question, form("name"))
+            answers.append(str(content(result).get("name")))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "First name?")
+            nursery.start_soon(ask, "Second name?")
+        return "got " + " and ".join(sorted(answers))
+
+    @server.tool(
+        task_support="required",
+        task_start="tool",
+        description="Asks for a name (input-required rounds), then continues as a task",
+    )
+    async def test_tool_with_task(ctx: Context) -> Any:
+        result = await ctx.elicit("What is your name?", form("name"))
+        name = content(result).get("name")
+
+        async def work(task_ctx: Context) -> CallToolResult:
+            await trio.sleep(0.2)
+            return CallToolResult(content=[TextContent(text=f"Task done for {name}")])
+
+        return await ctx.start_task(work)
 
 
 # ---------------------------------------------------------------- helpers

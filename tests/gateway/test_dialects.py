@@ -29,7 +29,7 @@ from tests.gateway.test_gateway import children, processes, wait_gone
 from trio_mcp.actors._client import ClientSession, open_session
 from trio_mcp.protocol import InvalidParams
 from trio_mcp.server import MCPServer
-from trio_mcp.transports.http import HttpServer
+from trio_mcp.serving.http import HttpServer
 from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
 
 __all__ = ["processes"]  # the fixture, imported for these tests

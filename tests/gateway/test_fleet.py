@@ -30,7 +30,7 @@ from tests.gateway.test_gateway import STDIO, children, processes, wait_gone
 from trio_mcp.gateway import STATUS_URI, Gateway, open_gateway
 from trio_mcp.protocol import InvalidParams, McpError
 from trio_mcp.testing import connected
-from trio_mcp.transports.http import HttpServer
+from trio_mcp.serving.http import HttpServer
 
 __all__ = ["processes"]
 

@@ -773,3 +773,79 @@ async def test_concurrent_calls(connect: Callable[..., Any], recorder: Recorder)
             assert recorder.sampling_text in results["sampling"][0]
             for i in range(8):
                 assert results[f"sum{i}"] == [f"The sum of {i} and 100 is {i + 100}."]
+
+
+# ------------------------------------------------------------------ tasks
+#
+# ``simulate-research-query`` is task-required (``execution.taskSupport``):
+# it moves through four stages with a status message each (~1.5 s apart),
+# and with ``ambiguous: true`` turns ``input_required`` and sends an
+# elicitation (tied to the task by ``io.modelcontextprotocol/related-task``)
+# on the ``tasks/result`` request the client then has open.
+
+
+async def test_task_required_tool_runs_as_a_task(connect: Callable[..., Any], recorder: Recorder) -> None:
+    from trio_mcp.protocol import META_RELATED_TASK
+
+    with trio.fail_after(TIMEOUT):
+        async with connect() as client:
+            tools = {t.name: t for t in await _gated_tools(client)}
+            assert client.tasks.required_by(tools["simulate-research-query"])
+            # called plainly, it refuses (as a tool error carrying the -32601 text)
+            plain = await client.call_tool("simulate-research-query", {"topic": "trio"})
+            assert plain.is_error is True and "requires task augmentation" in "".join(_texts(plain))
+            recorder.elicit = lambda params: ElicitResult(
+                action="accept", content={"interpretation": "technical"}
+            )
+            statuses: list[tuple[str, str | None]] = []
+            result = await client.tasks.run_tool(
+                "simulate-research-query",
+                {"topic": "trio", "ambiguous": True},
+                on_status=lambda info: statuses.append((info.status, info.status_message)),
+            )
+            text = "".join(_texts(result))
+            assert text.startswith("# Research Report: trio (technical)")
+            assert result.meta[META_RELATED_TASK]["taskId"]
+            (question,) = recorder.elicitations
+            assert question.meta[META_RELATED_TASK]["taskId"] == result.meta[META_RELATED_TASK]["taskId"]
+            seen = [status for status, _ in statuses]
+            assert seen[0] == "working" and "input_required" in seen and seen[-1] == "completed"
+
+
+async def test_task_cancelled_by_the_client(connect: Callable[..., Any]) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with connect() as client:
+            info = await client.tasks.call_tool("simulate-research-query", {"topic": "cancel me"})
+            assert info.status == "working" and info.ttl_ms and info.poll_interval_ms
+            await client.tasks.cancel(info.task_id)
+            assert (await client.tasks.get(info.task_id)).status == "cancelled"
+            assert info.task_id in {t.task_id for t in await client.tasks.list_tasks()}
+
+
+def test_cli_call_runs_a_task_required_tool(node: Path, server_everything_entry: Path) -> None:
+    """``trio-mcp call simulate-research-query topic=...`` over stdio: the result, statuses on stderr."""
+    import sys
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trio_mcp.cli",
+            "call",
+            "simulate-research-query",
+            "topic=trio",
+            "--",
+            str(node),
+            str(server_everything_entry),
+            "stdio",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("# Research Report: trio")
+    statuses = re.findall(r"^task \w+: (\w+)", out.stderr, re.MULTILINE)
+    assert statuses[0] == "working" and statuses[-1] == "completed", out.stderr

@@ -383,7 +383,11 @@ def params_variants(method: str, version: str) -> Variants:
     if method == "tools/call":
         return {
             "rich": CallToolRequestParams(
-                name="add", arguments={"a": 1, "b": [1, 2], "c": {"d": "e"}}, meta=m, **retry_fields(version)
+                name="add",
+                arguments={"a": 1, "b": [1, 2], "c": {"d": "e"}},
+                meta=m,
+                **retry_fields(version),
+                **({"task": {"ttl": 60_000}} if version == V2025_11_25 else {}),
             ),
             "minimal": CallToolRequestParams(name="add", meta=mm),
         }

@@ -65,10 +65,10 @@ from trio_mcp.transports import memory_pair
 
 try:  # run from the repository root or from tests/
     from recording import Inbox, RecordingStream
-    from schema_check import validate_message
+    from schema_check import validate_definition, validate_message
 except ImportError:  # pragma: no cover
     from tests.recording import Inbox, RecordingStream  # noqa: F401 (Inbox: for the tests)
-    from tests.schema_check import validate_message
+    from tests.schema_check import validate_definition, validate_message
 
 MODES = ("zero-copy", "bytes", "inline")
 #: Seconds; a hang guard that a passing test never reaches.
@@ -264,6 +264,12 @@ class Wire:
                         raise AssertionError(
                             f"result for id {data.get('id')!r}, which the {_other(side)} never used"
                         )
+                    request = request_of[_other(side)].get(data.get("id"))
+                    if method == "tools/call" and "task" in ((request or {}).get("params") or {}):
+                        # a task-augmented call (2025-11-25) is answered with its task
+                        validate_message(data, version, sender=side)  # type: ignore[arg-type]
+                        validate_definition(data["result"], version, "CreateTaskResult")
+                        continue
                     validate_message(data, version, method=method, sender=side)  # type: ignore[arg-type]
                     if method == "tools/call" and version >= V2025_06_18:  # outputSchema exists
                         self._check_structured_content(

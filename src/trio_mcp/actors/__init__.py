@@ -40,6 +40,14 @@ _LAZY = {
     "ConsentRequest": "_host",
     "ToolCallDenied": "_host",
     "SamplingDenied": "_host",
+    "TaskRuntime": "_tasks",
+    "TaskStore": "_tasks",
+    "MemoryTaskStore": "_tasks",
+    "TaskRecord": "_tasks",
+    "TaskStoreFull": "_tasks",
+    "TaskClient": "_client_tasks",
+    "TaskInfo": "_client_tasks",
+    "TaskFailed": "_client_tasks",
 }
 
 

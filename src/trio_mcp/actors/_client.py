@@ -193,6 +193,7 @@ class ClientSession:
         on_notification: NotificationHandler | None = None,
         limits: PeerLimits | None = None,
         name: str = "client",
+        extensions: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         if protocol_version not in HANDSHAKE_VERSIONS:
             raise ValueError(f"protocol_version must be one of {HANDSHAKE_VERSIONS}")
@@ -237,6 +238,18 @@ class ClientSession:
         self._supports: tuple[ServerCapabilities, dict[str, bool]] = (self.server_capabilities, {})
         self.protocol_version: str | None = None
         self.instructions: str | None = None
+        #: Extensions this client declares (SEP-2133): identifier -> settings.
+        self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
+        self._tasks: Any = None
+
+    @property
+    def tasks(self) -> Any:
+        """Call tools as tasks and follow them (a :class:`~trio_mcp.actors.TaskClient`)."""
+        if self._tasks is None:
+            from ._client_tasks import TaskClient
+
+            self._tasks = TaskClient(self)
+        return self._tasks
 
     # ---------------------------------------------------------------- run
 
@@ -249,6 +262,8 @@ class ClientSession:
             caps["elicitation"] = ElicitationCapability(**modes)
         if self._roots is not None:
             caps["roots"] = RootsCapability(list_changed=True)
+        if self.extensions:
+            caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}
         return ClientCapabilities(**caps)
 
     async def run(

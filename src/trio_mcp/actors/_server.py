@@ -11,8 +11,9 @@ progress, log, and ask the client for sampling, elicitation and roots.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import attrs
 import msgspec
@@ -85,6 +86,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("trio_mcp.server")
+_T = TypeVar("_T")
 
 #: Logging levels, least severe first (RFC 5424 order).
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -183,6 +185,10 @@ class ServerSession:
             self.notification_queue_size
         )
         self.notifications_dropped = 0
+        #: Where this session's tasks run (its own nursery while it runs; a
+        #: stateless HTTP server lends its own), and who owns them.
+        self.task_nursery: trio.Nursery | None = None
+        self.task_owner = f"session:{secrets.token_hex(8)}"
 
     # ----------------------------------------------------------------- run
 
@@ -194,6 +200,8 @@ class ServerSession:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.peer.run)
                 nursery.start_soon(self._post_loop)
+                if self.task_nursery is None:
+                    self.task_nursery = nursery
                 task_status.started(self)
                 await self.peer.wait_stopped()
                 nursery.cancel_scope.cancel()
@@ -331,8 +339,6 @@ class ServerSession:
     def _state_secret(self) -> bytes:
         secret = getattr(self.app, "request_state_secret", None)
         if secret is None:
-            import secrets
-
             secret = secrets.token_bytes(32)
             try:
                 self.app.request_state_secret = secret  # type: ignore[attr-defined]
@@ -342,9 +348,12 @@ class ServerSession:
 
     def _discover(self) -> DiscoverResult:
         instructions = self.app.instructions
+        caps = self._capabilities
+        if caps.tasks is not UNSET:  # the 2025-11-25 slot: an extension from 2026-07-28
+            caps = msgspec.structs.replace(caps, tasks=UNSET)
         return DiscoverResult(
             supported_versions=list(SUPPORTED_VERSIONS),
-            capabilities=self._capabilities,
+            capabilities=caps,
             instructions=UNSET if instructions is None else instructions,
             meta={META_SERVER_INFO: msgspec.to_builtins(self.app.info)},
         )
@@ -402,9 +411,12 @@ class ServerSession:
             self._mark_initialized()
         info = self.app.info
         instructions = self.app.instructions
+        caps = self._capabilities
+        if caps.tasks is not UNSET and version < V2025_11_25:
+            caps = msgspec.structs.replace(caps, tasks=UNSET)
         result = InitializeResult(
             protocol_version=version,
-            capabilities=self._capabilities,
+            capabilities=caps,
             server_info=info,
             instructions=UNSET if instructions is None else instructions,
         )
@@ -564,7 +576,7 @@ class ServerSession:
 class Context:
     """What a handler sees of its request and session. Never part of a tool's schema."""
 
-    __slots__ = ("modern", "request", "session")
+    __slots__ = ("modern", "request", "session", "task")
 
     def __init__(
         self, session: ServerSession, request: InboundRequest, modern: ModernRequest | None = None
@@ -573,6 +585,23 @@ class Context:
         self.request = request
         #: Per-request state of a stateless (2026-era) request, else None.
         self.modern = modern
+        #: The task this context runs in (a ``TaskHandle``), else None.
+        self.task: Any = None
+
+    @property
+    def _detached(self) -> bool:
+        """A stateless request's task: its request was answered, nothing may travel on it."""
+        return self.task is not None and self.modern is not None
+
+    async def _ask(
+        self, request: Any, capability: str, result_type: type[_T], direct: Callable[[], Awaitable[_T]]
+    ) -> _T:
+        if self.task is not None:
+            answer: _T = await self.task.ask(request, capability, result_type, direct)
+            return answer
+        if self.modern is not None:
+            return self.modern.ask(request, capability, result_type)
+        return await direct()
 
     @property
     def request_id(self) -> int | str:
@@ -607,13 +636,27 @@ class Context:
         """What the app's lifespan yielded (``None`` without a lifespan)."""
         return getattr(self.session.app, "state", None)
 
+    async def start_task(self, work: Callable[[Context], Awaitable[Any]]) -> Any:
+        """Answer this request with a task running ``work(ctx)`` in the
+        background (a handler's ``return await ctx.start_task(work)``; the app
+        needs tasks). The request's input-required rounds may come first."""
+        from ._tasks import start_task
+
+        params = self.request.params
+        task = params.get("task", UNSET) if isinstance(params, dict) else getattr(params, "task", UNSET)
+        return await start_task(self, work, task_param=task)
+
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
         """Report progress if the caller asked for it (else a no-op)."""
+        if self._detached:
+            return
         await self.request.report_progress(progress, total, message)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        if self._detached:
+            return
         if self.modern is not None:
             # Stateless era: only at or above the level this request asked for.
             threshold = self.modern.log_level
@@ -662,9 +705,12 @@ class Context:
         if temperature is not None:
             fields["temperature"] = temperature
         params = CreateMessageRequestParams(**fields)
-        if self.modern is not None:
-            return self.modern.ask(CreateMessageRequest(params=params), "sampling", CreateMessageResult)
-        return await self.session.create_message(params)
+        return await self._ask(
+            CreateMessageRequest(params=params),
+            "sampling",
+            CreateMessageResult,
+            lambda: self.session.create_message(params),
+        )
 
     async def elicit(self, message: str, schema: Any) -> ElicitResult:
         """Ask the user to fill a form. ``schema`` is a flat object JSON schema
@@ -676,24 +722,30 @@ class Context:
             else {"message": message, "requestedSchema": requested},
             ElicitRequestParams,
         )
-        if self.modern is not None:
-            return self.modern.ask(
-                ElicitRequest(params=params), _form_capability(self.modern.capabilities), ElicitResult
-            )
-        return await self.session.elicit(params)
+        return await self._ask(
+            ElicitRequest(params=params),
+            _form_capability(self.client_capabilities),
+            ElicitResult,
+            lambda: self.session.elicit(params),
+        )
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
         """Send the user to a URL (out-of-band interaction; 2025-11-25)."""
         params = ElicitRequestParams(message=message, mode="url", url=url, elicitation_id=elicitation_id)
-        if self.modern is not None:
-            return self.modern.ask(ElicitRequest(params=params), "elicitation.url", ElicitResult)
-        return await self.session.elicit(params)
+        return await self._ask(
+            ElicitRequest(params=params), "elicitation.url", ElicitResult, lambda: self.session.elicit(params)
+        )
 
     async def list_roots(self) -> list[Root]:
         """The client's roots (needs the roots capability)."""
-        if self.modern is not None:
-            return self.modern.ask(ListRootsRequest(), "roots", ListRootsResult).roots
-        return await self.session.list_roots()
+        if self.task is None and self.modern is None:
+            return await self.session.list_roots()
+
+        async def direct() -> ListRootsResult:
+            return ListRootsResult(roots=await self.session.list_roots())
+
+        result: ListRootsResult = await self._ask(ListRootsRequest(), "roots", ListRootsResult, direct)
+        return result.roots
 
 
 def _form_capability(caps: ClientCapabilities) -> str:

@@ -147,7 +147,11 @@ async def _call(target: list[str], tool: str, pairs: list[str], as_json: bool) -
                 file=sys.stderr,
             )
             return 2
-        result = await client.call_tool(tool, _arguments(pairs, tools[tool].input_schema))
+        arguments = _arguments(pairs, tools[tool].input_schema)
+        if client.tasks.required_by(tools[tool]):  # shows the task's status on stderr while it runs
+            result = await client.tasks.run_tool(tool, arguments, on_status=client.tasks.print_status)
+        else:
+            result = await client.call_tool(tool, arguments)
     if as_json:
         _print_json(result)
     else:

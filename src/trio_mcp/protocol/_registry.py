@@ -83,6 +83,7 @@ __all__ = [
     "lookup",
     "method_available",
     "methods_for",
+    "register_methods",
 ]
 
 MethodKind = Literal["request", "notification"]
@@ -120,6 +121,8 @@ class MethodSpec:
     input_request_since: str | None = None
     #: From 2026-07-28 the result may be an ``InputRequiredResult``.
     may_require_input: bool = False
+    #: The extension that adds the method (``None``: the core protocol).
+    extension: str | None = None
 
     @property
     def is_request(self) -> bool:
@@ -370,6 +373,13 @@ _SPECS: tuple[MethodSpec, ...] = (
 
 #: Every known method, by name.
 METHODS: Final[dict[str, MethodSpec]] = {spec.method: spec for spec in _SPECS}
+
+
+def register_methods(specs: Sequence[MethodSpec]) -> None:
+    """Add the methods of an extension to :data:`METHODS` (see ``register_extension``)."""
+    for spec in specs:
+        METHODS[spec.method] = spec
+    _available.clear()
 
 
 def lookup(method: str) -> MethodSpec | None:

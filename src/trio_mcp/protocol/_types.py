@@ -701,6 +701,8 @@ class ListToolsResult(CacheableResult, frozen=True, kw_only=True):
 class CallToolRequestParams(InputResponseRequestParams, frozen=True, kw_only=True):
     name: str
     arguments: dict[str, Any] | UnsetType = UNSET
+    #: 2025-11-25: run the call as a task (a ``TaskMetadata`` object, e.g. ``{"ttl": 60000}``).
+    task: dict[str, Any] | UnsetType = UNSET
 
 
 class CallToolResult(Result, frozen=True, kw_only=True):

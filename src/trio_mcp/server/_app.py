@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import attrs
 import msgspec
@@ -35,6 +35,7 @@ from ..protocol import (
     CompleteRequestParams,
     CompleteResult,
     Completion,
+    CreateTaskResult,
     GetPromptRequestParams,
     GetPromptResult,
     Icon,
@@ -43,6 +44,7 @@ from ..protocol import (
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
+    McpError,
     PaginatedRequestParams,
     Prompt,
     PromptArgument,
@@ -53,9 +55,11 @@ from ..protocol import (
     ResourceNotFound,
     ResourceTemplate,
     SubscribeRequestParams,
+    TaskCreated,
     TextContent,
     Tool,
     ToolAnnotations,
+    ToolExecution,
     UnsubscribeRequestParams,
 )
 from ._content import to_prompt_messages, to_resource_contents, to_tool_result
@@ -67,6 +71,7 @@ from ._uri_template import UriTemplate
 __all__ = ["CompletionFn", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+TaskSupport = Literal["optional", "required"]
 #: ``fn(value, context_arguments) -> list[str]`` (sync or async).
 CompletionFn = Callable[[str, dict[str, str]], Any]
 
@@ -79,6 +84,11 @@ class _ToolEntry:
     tool: Tool
     spec: FunctionSpec
     output: OutputSchema | None
+    #: ``"optional"`` / ``"required"``: may run as a task (None: never).
+    task_support: TaskSupport | None = None
+    #: ``"call"``: the task starts with the call; ``"tool"``: the tool starts
+    #: it itself (``ctx.start_task``), after gathering input synchronously.
+    task_start: Literal["call", "tool"] = "call"
 
 
 @attrs.define
@@ -137,13 +147,23 @@ class MCPServer(LowLevelServer):
         structured_output: bool | None = ...,
         input_schema: dict[str, Any] | None = ...,
         meta: dict[str, Any] | None = ...,
+        task_support: TaskSupport | None = ...,
+        task_start: Literal["call", "tool"] = ...,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a function as a tool (``@app.tool`` or ``@app.tool(name=...)``).
 
         ``input_schema`` replaces the schema generated from the signature (it is
-        advertised as given; arguments are still validated against the signature)."""
+        advertised as given; arguments are still validated against the signature).
+
+        ``task_support`` (``"optional"`` / ``"required"``; the server needs
+        ``tasks=True``): the tool may run as a task, or only as one. A client
+        that asks for one (``params.task``, 2025-11-25) or declares the tasks
+        extension (2026-07-28) gets a task handle at once and the result from
+        the task; ``"required"`` refuses other calls. ``task_start="tool"``:
+        the tool runs as a plain call first (it may ask for input) and starts
+        the task itself with ``return await ctx.start_task(work)``."""
         if fn is None:
             return _registrar(self._add_tool, options)
         self._add_tool(fn, **options)
@@ -164,7 +184,13 @@ class MCPServer(LowLevelServer):
         structured_output: bool | None = None,
         input_schema: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
+        task_support: TaskSupport | None = None,
+        task_start: Literal["call", "tool"] = "call",
     ) -> Tool:
+        if task_support not in (None, "optional", "required"):
+            raise ValueError(f"task_support must be 'optional' or 'required', not {task_support!r}")
+        if task_support is not None and self.tasks is None:
+            raise ValueError(f"tool {name or fn.__name__!r}: task_support needs a server with tasks=True")
         spec = inspect_function(fn, context_type=Context)
         if input_schema is not None and input_schema.get("type") != "object":
             raise TypeError(f'tool {name or fn.__name__!r}: input_schema must have "type": "object"')
@@ -182,9 +208,10 @@ class MCPServer(LowLevelServer):
             output_schema=UNSET if output is None else output.schema,
             annotations=_opt(annotations),
             icons=UNSET if not icons else list(icons),
+            execution=UNSET if task_support is None else ToolExecution(task_support=task_support),
             meta=_opt(meta),
         )
-        self._tools[tool_name] = _ToolEntry(tool, spec, output)
+        self._tools[tool_name] = _ToolEntry(tool, spec, output, task_support, task_start)
         self._tool_list = None
         if "tools/list" not in self.request_handlers:
             self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
@@ -208,17 +235,35 @@ class MCPServer(LowLevelServer):
         page, cursor = paginate(self.tools, params.cursor, self.page_size)
         return ListToolsResult(tools=page, next_cursor=cursor)
 
-    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
+    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> Any:
         entry = self._tools.get(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown tool: {params.name}")
+        tasks = self.tasks
+        if entry.task_support is not None and tasks is not None and ctx.task is None:
+            if not tasks.requested(ctx, params.task):
+                if entry.task_support == "required":
+                    raise tasks.required_error(ctx, f"tool {params.name!r}")
+            elif entry.task_start == "call":
+
+                async def work(task_ctx: Context) -> CallToolResult:
+                    return await self._run_tool(entry, params, task_ctx)
+
+                return await tasks.create(ctx, work, task_param=params.task)
+        return await self._run_tool(entry, params, ctx)
+
+    async def _run_tool(self, entry: _ToolEntry, params: CallToolRequestParams, ctx: Context) -> Any:
         arguments = None if params.arguments is UNSET else params.arguments
         try:
             value = await entry.spec.call(arguments, ctx)
         except ToolArgumentError as exc:
             return _tool_error(f"Invalid arguments for tool {params.name!r}: {exc}")
         except Exception as exc:  # a tool failure is a result, never a dead session
+            if isinstance(exc, McpError) and ctx.task is not None:
+                raise  # a protocol error in a task: the task failed (tasks/get shows the error)
             return _tool_error(f"Tool {params.name!r} failed: {describe(exc)}")
+        if isinstance(value, (TaskCreated, CreateTaskResult)):
+            return value  # the tool started a task itself (task_start="tool")
         if entry.output is not None and not isinstance(value, CallToolResult):
             problem = _output_mismatch(value, entry.spec.return_annotation)
             if problem is not None:

@@ -26,7 +26,9 @@ from msgspec import UNSET
 from .._util import collapse_groups
 from ..actors import PeerLimits
 from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
+from ..actors._tasks import TaskRuntime
 from ..protocol import (
+    TASKS_EXTENSION_ID,
     Icon,
     Implementation,
     InvalidParams,
@@ -62,6 +64,8 @@ class LowLevelServer:
         lifespan: Lifespan | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         limits: PeerLimits | None = None,
+        tasks: TaskRuntime | bool = False,
+        extensions: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -85,6 +89,20 @@ class LowLevelServer:
         self._lifespan_users = 0
         self._lifespan_lock = trio.Lock()
         self._lifespan_exit: Any = None
+        #: Extensions declared (SEP-2133): identifier -> settings, in ``capabilities.extensions``.
+        self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
+        #: The task runtime (``tasks=True`` for the default one), or None.
+        self.tasks: TaskRuntime | None = None
+        if tasks:
+            self.enable_tasks(tasks if isinstance(tasks, TaskRuntime) else TaskRuntime())
+
+    def enable_tasks(self, runtime: TaskRuntime) -> TaskRuntime:
+        """Serve tasks (``tasks/*``, task-capable tools) with ``runtime``: the
+        2025-11-25 ``tasks`` capability and the 2026-07-28 extension."""
+        self.tasks = runtime
+        runtime.install(self)
+        self.extensions[TASKS_EXTENSION_ID] = runtime.extension_settings()
+        return runtime
 
     # ------------------------------------------------------------ handlers
 
@@ -134,6 +152,10 @@ class LowLevelServer:
             )
         if "completion/complete" in h:
             caps["completions"] = {}
+        if self.tasks is not None:
+            caps["tasks"] = self.tasks.handshake_capability()
+        if self.extensions:
+            caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}
         return ServerCapabilities(**caps)
 
     def gated_methods(self) -> dict[str, str]:

@@ -403,5 +403,6 @@ class StatelessPath:
             # A new one when the app's handlers change: a session works out
             # the capabilities it declares (and gates) once.
             server = self._stateless = ServerSession(app, _NoWire(), limits=app.limits, name="http:stateless")
+            server.task_nursery = self.app._nursery  # tasks outlive the request that started them
             self._stateless_methods = methods
         return server

@@ -67,7 +67,15 @@ METHOD_HEADER: Final = "mcp-method"
 NAME_HEADER: Final = "mcp-name"
 VERSION_HEADER: Final = "mcp-protocol-version"
 #: Method → the params field mirrored in ``Mcp-Name``.
-NAME_BEARING: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_BEARING: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # the tasks extension (SEP-2663): the task id
+    "tasks/get": "task_id",
+    "tasks/update": "task_id",
+    "tasks/cancel": "task_id",
+}
 #: The (lowercase) prefix of the custom parameter headers.
 PARAM_PREFIX: Final = "mcp-param-"
 #: The input-schema annotation naming a property's header.
@@ -141,6 +149,7 @@ class _Params(msgspec.Struct):
     meta: dict[str, Any] = msgspec.field(default_factory=dict, name="_meta")
     name: Any = None
     uri: Any = None
+    task_id: Any = msgspec.field(default=None, name="taskId")
 
 
 def _params(message: Any) -> _Params:
