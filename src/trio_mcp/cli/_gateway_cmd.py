@@ -138,7 +138,7 @@ async def _serve(
     args: argparse.Namespace, config: Any, inputs: dict[str, str], on_hup: Callable[[Any], None]
 ) -> None:
     from ..gateway import load_config, open_gateway
-    from ._targets import serve
+    from ._serve import ServeOptions, gateway_readiness, serve
 
     path = args.config
 
@@ -154,7 +154,7 @@ async def _serve(
         async with trio.open_nursery() as nursery:
             # SIGHUP asks the watcher for a reload; --no-watch only makes it wait longer.
             nursery.start_soon(fleet.watch, 1e9 if args.no_watch else args.watch)
-            await serve(gateway, args.transport, host=args.host, port=args.port, path=args.path)
+            await serve(gateway, ServeOptions.from_args(args), readiness=gateway_readiness(gateway))
             nursery.cancel_scope.cancel()
 
 

@@ -2,6 +2,7 @@
 
     trio-mcp demo
     trio-mcp run FILE.py[:OBJ] -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
+        [--allowed-host NAME]... [--allowed-origin ORIGIN]... [--json-response] [--stateless]
     trio-mcp list TARGET [--json]
     trio-mcp call TARGET TOOL key=value ... [--json]
     trio-mcp gateway FILE -t stdio|http|sse|ws [--check] [--input ID=VALUE] [--watch S]   (see _gateway_cmd)
@@ -22,6 +23,8 @@ from typing import Any
 
 import msgspec
 
+from ._serve import serving_options
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trio-mcp", description="The Model Context Protocol on trio.")
@@ -33,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     served.add_argument("--crash-after", type=int, default=None)
     run = sub.add_parser("run", help="serve a server object from a Python file")
     run.add_argument("app", metavar="FILE.py[:OBJ]")
-    _serving_options(run)
+    serving_options(run)
     ls = sub.add_parser("list", help="list a server's tools, prompts and resources")
     ls.add_argument("target", nargs="*", metavar="TARGET")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
@@ -44,16 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     from ._gateway_cmd import add_gateway_parser
 
     add_bench_parser(sub)
-    add_gateway_parser(sub, _serving_options)
+    add_gateway_parser(sub, serving_options)
     return parser
-
-
-def _serving_options(parser: argparse.ArgumentParser) -> None:
-    """How ``run`` and ``gateway`` serve: transport, address and path."""
-    parser.add_argument("-t", "--transport", choices=("stdio", "http", "sse", "ws"), default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--path", default="/mcp")
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -189,14 +184,13 @@ def main(argv: list[str] | None = None) -> int:
             serve_demo_stdio(crash_after=args.crash_after)
             return 0
         if args.command == "run":
-            from ._targets import load_app, serve
+            from ._serve import ServeOptions, serve
+            from ._targets import load_app
 
             app = load_app(args.app)
             from ._gateway_cmd import run_until_signal
 
-            return run_until_signal(
-                lambda _hup: serve(app, args.transport, host=args.host, port=args.port, path=args.path)
-            )
+            return run_until_signal(lambda _hup: serve(app, ServeOptions.from_args(args)))
         if args.command == "gateway":
             from ._gateway_cmd import run_gateway_command
 
