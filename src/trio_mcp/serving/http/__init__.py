@@ -19,10 +19,11 @@ from ._config import HttpServerInfo, HttpServerSettings, HttpServerStatistics
 from ._eventstore import EventStore, MemoryEventStore, StoredEvent
 from ._server import HttpServer
 from ._session import HttpSessionStream, close_sse_stream
-from ._sessions import MemorySessionRegistry, SessionRegistry
+from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 
 __all__ = [
     "EventStore",
+    "ExpiryPolicy",
     "HttpServer",
     "HttpServerInfo",
     "HttpServerSettings",
