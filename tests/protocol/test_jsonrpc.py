@@ -546,6 +546,9 @@ def expected_item(v: Any) -> Any:
         else:
             answer = "result" not in v and "error" not in v  # a response never
         return ("invalid", -32600, rid, answer)
+    if ("method" in v) + ("result" in v) + (v.get("error") is not None) > 1:
+        # One of a request, a result or an error; answered only if it may be a request.
+        return ("invalid", -32600, rid, "method" in v and "id" in v)
     if "method" in v:
         method = v["method"]
         if type(method) is not str:

@@ -144,6 +144,17 @@ def _classify(env: _Envelope) -> Message | InvalidMessage:
             error_from_code(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"'),
             answer=answer,
         )
+    has_error = env.error is not UNSET and env.error is not None  # "error": null is JSON-RPC 1.0 noise
+    if (env.result is not UNSET) + has_error + (method is not UNSET) > 1:
+        # A request, a result or an error: one of them, never two. Answer
+        # it only if it may be a request (never a response: see above).
+        return InvalidMessage(
+            ident if _valid_id(ident) else None,
+            error_from_code(
+                INVALID_REQUEST, 'Invalid request: "method", "result" and "error" exclude each other'
+            ),
+            answer=method is not UNSET and ident is not UNSET,
+        )
     if method is not UNSET:
         if type(method) is not str:
             return InvalidMessage(

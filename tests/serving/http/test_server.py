@@ -842,6 +842,8 @@ async def test_idle_sessions_expire(autojump_clock: trio.testing.MockClock) -> N
         status, headers, _ = await asgi_call(asgi, "POST", json.dumps(init_message()).encode())
         assert status == 200
         sid = headers["mcp-session-id"]
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        assert (await asgi_call(asgi, "POST", note, {"mcp-session-id": sid}))[0] == 202
         ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
         await trio.sleep(50)
         status, _, _ = await asgi_call(asgi, "POST", ping, {"mcp-session-id": sid})

@@ -21,11 +21,12 @@ from ._eventstore import EventStore, MemoryEventStore, StoredEvent
 from ._health import Readiness
 from ._server import HttpServer
 from ._session import HttpSessionStream, close_sse_stream
-from ._sessions import MemorySessionRegistry, SessionRegistry
+from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 
 __all__ = [
     "AsgiCallable",
     "EventStore",
+    "ExpiryPolicy",
     "HttpServer",
     "HttpServerInfo",
     "HttpServerSettings",

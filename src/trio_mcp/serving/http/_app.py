@@ -121,7 +121,7 @@ from ._get import handle_delete, handle_get
 from ._health import Readiness, answer_health, answer_ready
 from ._post import handle_post
 from ._session import HttpSessionStream
-from ._sessions import MemorySessionRegistry, SessionRegistry
+from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 from ._stateless import StatelessPath
 
 __all__ = ["AsgiCallable", "StreamableHttpApp"]
@@ -194,6 +194,9 @@ class StreamableHttpApp(AsgiApp):
         self._dropped = 0
         self._created = 0
         self._expired = 0
+        self._evicted = 0
+        #: When unused sessions end (see :class:`SessionRegistry`).
+        self.expiry = ExpiryPolicy(settings.session_idle_timeout, settings.handshake_timeout)
         self._sse_connections = 0
         self._pumps = 0
         self._pumps_done = trio.Event()
@@ -246,7 +249,7 @@ class StreamableHttpApp(AsgiApp):
                     nursery.start_soon(self._hold_lifespan, self._shared)
                     await self._lifespan_ready.wait()
                 self._nursery = nursery
-                if self.settings.session_idle_timeout is not None:
+                if self.expiry.period is not None:
                     nursery.start_soon(self._reaper)
                 nursery.start_soon(self._janitor)
                 task_status.started(self)
@@ -288,6 +291,7 @@ class StreamableHttpApp(AsgiApp):
             messages_dropped=self._dropped,
             sessions_created=self._created,
             sessions_expired=self._expired,
+            sessions_evicted=self._evicted,
         )
 
     async def terminate_session(self, session_id: str) -> bool:
@@ -352,13 +356,24 @@ class StreamableHttpApp(AsgiApp):
                 await store.forget_stream(stream_id)
 
     async def _reaper(self) -> None:
-        timeout = self.settings.session_idle_timeout
-        assert timeout is not None
+        period = self.expiry.period
+        assert period is not None
         while True:
-            await trio.sleep(max(timeout / 4, 0.01))
-            for session in await self.registry.idle(trio.current_time(), timeout):
+            await trio.sleep(period)
+            for session, reason in await self.registry.expired(trio.current_time(), self.expiry):
                 self._expired += 1
-                self.end_session(session, "idle timeout")
+                self.end_session(session, reason)
+
+    async def make_room(self) -> None:
+        """Before a new session: at ``max_sessions``, end the idlest one
+        (:meth:`SessionRegistry.idlest`); ``503`` when every one is busy."""
+        if self.registry.count() < self.settings.max_sessions:
+            return
+        victim = await self.registry.idlest()
+        if victim is None:
+            raise HttpError(503, "Too many sessions")
+        self._evicted += 1
+        self.end_session(victim, "evicted for a new session at max_sessions")
 
     async def start_session(self, session_id: str | None) -> HttpSessionStream:
         """Start a session (``None``: one that serves a single stateless request)."""

@@ -67,6 +67,15 @@ class HttpServerSettings:
     #: Seconds a session may stay without any request or open stream
     #: before it is ended (``None``: never).
     session_idle_timeout: float | None = 3600.0
+    #: Seconds a new session may wait for its client's next message (the
+    #: ``notifications/initialized`` that completes the handshake) before it
+    #: is ended (``None``: only ``session_idle_timeout`` applies). At
+    #: ``max_sessions``, the idlest session is ended before a new one is
+    #: refused (see :class:`~trio_mcp.serving.http.SessionRegistry`).
+    handshake_timeout: float | None = 10.0
+    #: Seconds the whole request body may take to arrive once the headers
+    #: have (``408`` and the connection closed after).
+    body_timeout: float = 30.0
     #: Frames (POST bodies) waiting for the session's peer.
     inbound_queue: int = 64
     #: Seconds a POST may wait for room in that queue (``503`` after).
@@ -123,10 +132,13 @@ class HttpServerSettings:
                 "completed_stream_retention",
                 "readiness_timeout",
                 "cors_max_age",
+                "body_timeout",
             ),
         )
-        if self.session_idle_timeout is not None and self.session_idle_timeout <= 0:
-            raise ValueError("HttpServerSettings.session_idle_timeout must be positive or None")
+        for name in ("session_idle_timeout", "handshake_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"HttpServerSettings.{name} must be positive or None")
 
 
 @attrs.frozen
@@ -139,7 +151,10 @@ class HttpServerStatistics:
     #: full backlog, an answer whose POST was gone).
     messages_dropped: int
     sessions_created: int
+    #: Ended by ``session_idle_timeout`` or ``handshake_timeout``.
     sessions_expired: int
+    #: Ended at ``max_sessions`` to admit a new one (the idlest first).
+    sessions_evicted: int = 0
 
 
 #: Where an :class:`HttpServer` listens (``task_status.started`` value).

@@ -99,7 +99,11 @@ async def handle_delete(app: StreamableHttpApp, send: Send, headers: dict[str, s
 
 
 def session_headers(session: HttpSessionStream) -> list[tuple[bytes, bytes]]:
-    return [] if session.id is None else [(SESSION_HEADER.encode(), session.id.encode())]
+    """``Mcp-Session-Id`` for a live session; none for a stateless one or one
+    that has ended (a failed ``initialize`` names no session)."""
+    if session.id is None or session.closed:
+        return []
+    return [(SESSION_HEADER.encode(), session.id.encode())]
 
 
 async def pump(

@@ -5,13 +5,17 @@ or as an SSE stream (see :mod:`trio_mcp.serving.http`)."""
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+import trio
+
+from ...actors import PeerLimits
 from ...protocol import (
     MODERN_VERSIONS,
     V2025_03_26,
     HeaderMismatch,
     InvalidMessage,
+    InvalidRequest,
     Request,
     decode,
     encode,
@@ -27,7 +31,10 @@ from ._streams import Conn
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
 
-__all__ = ["handle_post"]
+__all__ = ["DEFAULT_MAX_BATCH_ITEMS", "batch_limit", "handle_post"]
+
+#: ``PeerLimits.max_batch_items``'s default.
+DEFAULT_MAX_BATCH_ITEMS: Final = 1024
 
 
 async def handle_post(
@@ -42,7 +49,7 @@ async def handle_post(
     if not (json_ok or sse_ok):
         raise HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
     try:
-        body = await read_body(receive, headers, app.settings.max_body_size)
+        body = await read_body_in_time(app, receive, headers)
     except Disconnected:
         return
     frame = decode(body)
@@ -56,6 +63,13 @@ async def handle_post(
         if bad:
             await respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
             return
+        limit = batch_limit(app)
+        if len(items) > limit:
+            refusal = InvalidRequest(
+                f"Invalid Request: a batch of {len(items)} messages; at most {limit} are accepted"
+            )
+            await respond(send, 400, encode(error_response(None, refusal)))
+            return
     requests = [m for m in items if type(m) is Request]
     if app.settings.stateless and not app.stateless.is_stateless(headers, requests):
         # A stateless server: handshake-era requests are answered without sessions.
@@ -68,8 +82,7 @@ async def handle_post(
     if is_init:
         if batch:
             raise HttpError(400, "Invalid Request: initialize must not be part of a batch", code=-32600)
-        if app.registry.count() >= app.settings.max_sessions:
-            raise HttpError(503, "Too many sessions")
+        await app.make_room()
         session = await app.start_session(secrets.token_urlsafe(24))
     elif SESSION_HEADER not in headers and app.stateless.is_stateless(headers, requests):
         if not requests:
@@ -111,6 +124,29 @@ async def handle_post(
     finally:
         if ephemeral:
             app.end_session(session, "stateless request done")
+
+
+def batch_limit(app: StreamableHttpApp) -> int:
+    """The most messages one JSON-RPC batch may carry: the app's
+    ``PeerLimits.max_batch_items`` (the peer's bound, read here because a
+    Streamable HTTP session gathers a batch's answers itself, so a larger
+    batch is refused before it reaches the peer); the same default where
+    the limits have no such field."""
+    limits = getattr(app._shared, "limits", None) or PeerLimits()
+    return int(getattr(limits, "max_batch_items", DEFAULT_MAX_BATCH_ITEMS))
+
+
+async def read_body_in_time(app: StreamableHttpApp, receive: Receive, headers: dict[str, str]) -> bytes:
+    """The request body, whole within ``body_timeout``: a stalled body gets
+    ``408`` (the server then closes the connection, whose body is unread)."""
+    settings = app.settings
+    with trio.move_on_after(settings.body_timeout):
+        return await read_body(receive, headers, settings.max_body_size)
+    raise HttpError(
+        408,
+        f"Request Timeout: the body did not arrive within {settings.body_timeout:g} s",
+        headers=[(b"connection", b"close")],
+    )
 
 
 async def _post_session(

@@ -56,8 +56,11 @@ class HttpSessionStream:
         self.init_id: int | str | None = None
         self.closed = False
         self.cancel_scope: trio.CancelScope | None = None
-        self.last_active = trio.current_time()
+        self.created = self.last_active = trio.current_time()
         self.connections = 0
+        #: The client sent something after its ``initialize`` (the handshake
+        #: is complete; see :class:`~trio_mcp.serving.http.ExpiryPolicy`).
+        self.established = False
 
     def __repr__(self) -> str:
         return f"<HttpSessionStream {self.id or 'stateless'}>"
@@ -153,6 +156,8 @@ class HttpSessionStream:
         if self.closed:
             return 404
         self.touch()
+        if not self.established and (type(frame) is not Request or frame.method != "initialize"):
+            self.established = True
         direct = self._direct
         if direct is not None and type(frame) in (Request, Response, ErrorResponse):
             stats = self._in_send.statistics()

@@ -10,18 +10,68 @@ queues the work and does it in the background).
 
 A session itself (its server-session actor and its streams) always lives
 in the process that created it; a registry records where it is.
+
+Expiry: nobody tells a server that a client has gone, so the registry is
+also where sessions are found to end (:class:`ExpiryPolicy`): one whose
+client never followed its ``initialize`` up within ``handshake_timeout``,
+one idle for ``idle_timeout``, and, when ``max_sessions`` is reached, the
+idlest one (:meth:`SessionRegistry.idlest`), so that abandoned sessions can
+never lock a new client out. A session busy with an open stream or a
+request in flight is never expired nor evicted.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import attrs
 import trio
 
 if TYPE_CHECKING:
     from ._session import HttpSessionStream
 
-__all__ = ["MemorySessionRegistry", "SessionRegistry"]
+__all__ = ["ExpiryPolicy", "MemorySessionRegistry", "SessionRegistry"]
+
+
+@attrs.frozen
+class ExpiryPolicy:
+    """When a session nobody uses is ended (times in seconds, ``None``: never).
+
+    ``handshake_timeout`` counts from the session's creation until the
+    client's first message after ``initialize`` (normally
+    ``notifications/initialized``); ``idle_timeout`` from its last activity.
+    """
+
+    idle_timeout: float | None
+    handshake_timeout: float | None
+
+    @property
+    def period(self) -> float | None:
+        """How often to look for expired sessions (None: never)."""
+        bounds = [t for t in (self.idle_timeout, self.handshake_timeout) if t is not None]
+        return max(min(bounds) / 4, 0.01) if bounds else None
+
+    def expired(self, session: HttpSessionStream, now: float) -> str | None:
+        """Why ``session`` has expired at ``now``, or None (busy, or in time)."""
+        if not evictable(session):
+            return None
+        handshake = self.handshake_timeout
+        if handshake is not None and not session.established and now - session.created > handshake:
+            return "handshake timeout"
+        idle = self.idle_timeout
+        if idle is not None and now - session.last_active > idle:
+            return "idle timeout"
+        return None
+
+
+def evictable(session: HttpSessionStream) -> bool:
+    """No open stream and no request in flight: ending it loses nothing under way."""
+    return session.connections == 0 and not session.awaiting
+
+
+def idleness(session: HttpSessionStream) -> tuple[bool, float]:
+    """Sort key, idlest first: sessions never followed up, then the least recently active."""
+    return (session.established, session.last_active)
 
 
 @runtime_checkable
@@ -44,12 +94,16 @@ class SessionRegistry(Protocol):
     def local(self) -> list[HttpSessionStream]:
         """A snapshot of the sessions hosted by this process."""
 
-    async def idle(self, now: float, timeout: float) -> list[HttpSessionStream]:
-        """The idle-expiry hook: sessions hosted here with no open stream, no
-        request in flight, and no activity (``session.last_active``, on
-        :func:`trio.current_time`'s clock) for more than ``timeout`` seconds
-        at ``now``. The app ends them. A network registry also refreshes the
-        expiry of the others here."""
+    async def expired(self, now: float, policy: ExpiryPolicy) -> list[tuple[HttpSessionStream, str]]:
+        """The expiry hook, called every ``policy.period``: the sessions hosted
+        here that ``policy`` says have expired at ``now`` (times on
+        :func:`trio.current_time`'s clock), with the reason. The app ends
+        them. A network registry also refreshes the expiry of the others."""
+
+    async def idlest(self) -> HttpSessionStream | None:
+        """At ``max_sessions``: the session hosted here to end for a new one
+        (evictable, idlest first: see :func:`idleness`), or None (all busy:
+        the new one is refused)."""
 
 
 class MemorySessionRegistry:
@@ -82,10 +136,16 @@ class MemorySessionRegistry:
     def local(self) -> list[HttpSessionStream]:
         return list(self._sessions.values())
 
-    async def idle(self, now: float, timeout: float) -> list[HttpSessionStream]:
+    async def expired(self, now: float, policy: ExpiryPolicy) -> list[tuple[HttpSessionStream, str]]:
         await trio.lowlevel.checkpoint()
-        return [
-            session
-            for session in self._sessions.values()
-            if session.connections == 0 and not session.awaiting and now - session.last_active > timeout
-        ]
+        out = []
+        for session in self._sessions.values():
+            reason = policy.expired(session, now)
+            if reason is not None:
+                out.append((session, reason))
+        return out
+
+    async def idlest(self) -> HttpSessionStream | None:
+        await trio.lowlevel.checkpoint()
+        candidates = [session for session in self._sessions.values() if evictable(session)]
+        return min(candidates, key=idleness, default=None)

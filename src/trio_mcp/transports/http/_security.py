@@ -11,20 +11,33 @@ Allow-list entries:
   IPv6 literals in brackets, ``"[::1]"``. ``"*"`` allows every host;
   :data:`ANY_IP` allows every IP-address literal (a browser sends one only
   to a page loaded from that address, so it cannot be a rebound name).
-* origins: a host name as above (any scheme, any port) or a full origin
-  ``"https://app.example.com"`` / ``"http://localhost:3000"`` (exact).
-  ``"*"`` allows every origin.
+* origins: a host name as above (``http``/``https``, any port) or a full
+  origin ``"https://app.example.com"`` / ``"http://localhost:3000"`` (that
+  scheme, host and port). ``"*"`` allows every origin.
+
+An ``Origin`` is parsed strictly (RFC 6454: ``scheme "://" host [":" port]``):
+userinfo (``http://[::1]:1@evil.example``), a path, a query, a fragment, an
+empty or malformed host or port, and ``null`` never match; a value that does
+not parse is refused, whatever the allow-list says (``"*"`` aside).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Iterable
 from typing import Final
-from urllib.parse import urlsplit
 
-__all__ = ["ANY_IP", "LOCAL_HOSTS", "WILDCARD_BINDS", "HostPolicy", "split_host", "wildcard_hosts"]
+__all__ = [
+    "ANY_IP",
+    "LOCAL_HOSTS",
+    "WILDCARD_BINDS",
+    "HostPolicy",
+    "parse_origin",
+    "split_host",
+    "wildcard_hosts",
+]
 
 #: The default allow-list: the loopback names, any port.
 LOCAL_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
@@ -89,12 +102,15 @@ class HostPolicy:
                 self._hosts.add(split_host(entry))
         self._any_origin = False
         self._origin_hosts: set[str] = set()
-        self._origins: set[str] = set()
+        self._origins: set[tuple[str, str, int | None]] = set()
         for entry in allowed_origins:
             if entry == "*":
                 self._any_origin = True
             elif "://" in entry:
-                self._origins.add(_normal_origin(entry))
+                origin = parse_origin(entry)
+                if origin is None:
+                    raise ValueError(f"not an origin (scheme://host[:port]): {entry!r}")
+                self._origins.add(origin)
             else:
                 self._origin_hosts.add(split_host(entry)[0])
 
@@ -109,20 +125,40 @@ class HostPolicy:
         return self._any_ip and _is_ip(name)
 
     def origin_allowed(self, origin: str | None) -> bool:
-        """A request without ``Origin`` (not from a browser page) is allowed."""
+        """A request without ``Origin`` (not from a browser page) is allowed;
+        one whose ``Origin`` does not parse strictly is not."""
         if origin is None or self._any_origin:
             return True
-        normal = _normal_origin(origin)
-        if normal in self._origins:
+        parsed = parse_origin(origin)
+        if parsed is None:
+            return False
+        if parsed in self._origins:
             return True
-        try:
-            parts = urlsplit(normal)
-        except ValueError:
-            return False
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            return False
-        return split_host(parts.netloc)[0] in self._origin_hosts
+        scheme, host, _ = parsed
+        return scheme in ("http", "https") and host in self._origin_hosts
 
 
-def _normal_origin(value: str) -> str:
-    return value.strip().lower().rstrip("/")
+#: ``scheme "://" host [":" port]`` and at most a trailing ``/``; the host a
+#: bracketed IPv6 literal or a name / IPv4 address (no userinfo, no path).
+_ORIGIN: Final = re.compile(
+    r"(?P<scheme>[a-z][a-z0-9+.-]*)://"
+    r"(?P<host>\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?)"
+    r"(?::(?P<port>[0-9]{1,5}))?/?"
+)
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def parse_origin(value: str) -> tuple[str, str, int | None] | None:
+    """An ``Origin`` header -> (scheme, host, port), lower-case, the
+    scheme's default port made explicit; None when it is not exactly an
+    origin (``null``, userinfo, a path, a bad host or port...)."""
+    match = _ORIGIN.fullmatch(value.strip().lower())
+    if match is None:
+        return None
+    scheme, host, port_text = match.group("scheme", "host", "port")
+    if host.startswith("[") and host.count(":") < 2:
+        return None  # brackets hold an IPv6 literal only
+    port = int(port_text) if port_text is not None else _DEFAULT_PORTS.get(scheme)
+    if port is not None and port > 65535:
+        return None
+    return scheme, host, port
