@@ -54,6 +54,10 @@ def _answer_for(v: Any, in_flight: set[Any]) -> list[tuple[Any, ...]]:
         if "result" in v or "error" in v:
             return []  # never answer a response
         return [(rid, -32600)]
+    has_error = "error" in v and v["error"] is not None  # "error": null is JSON-RPC 1.0 noise
+    if ("result" in v) + has_error + ("method" in v) > 1:
+        # a request, a result or an error, never two: answered only when it may be a request
+        return [(rid, -32600)] if "method" in v and "id" in v else []
     if "method" in v:
         method = v["method"]
         if type(method) is not str:
