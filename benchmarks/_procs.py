@@ -1,6 +1,7 @@
-"""Process plumbing shared by the process benchmarks: server processes that
-print their URL and stop when their stdin closes, the Node drivers, and
-what ``/proc`` says about a process (peak RSS).
+"""What the process benchmarks share: server processes that print their URL
+and stop when their stdin closes, the Node drivers and their npm peers, what
+``/proc`` says about a process (peak RSS), running every target in
+interleaved rounds, and the medians and per-round ratios of their rows.
 
 Standard library only.
 """
@@ -30,8 +31,8 @@ DRIVERS = HERE / "drivers"
 NPM_DIR = ROOT / "tests" / "interop"
 PINNED_NODE = NPM_DIR / "node_modules" / ".bin" / "node"
 SERVER_START_TIMEOUT = 30.0
-T = TypeVar("T")
 STOP_TIMEOUT = 5.0
+T = TypeVar("T")
 
 
 def node_binary() -> str | None:
