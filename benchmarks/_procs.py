@@ -1,12 +1,14 @@
-"""Process plumbing shared by the process benchmarks: server processes that
-print their URL and stop when their stdin closes, the Node drivers, and
-what ``/proc`` says about a process (peak RSS).
+"""What the process benchmarks share: server processes that print their URL
+and stop when their stdin closes, the Node drivers and their npm peers, what
+``/proc`` says about a process (peak RSS), running every target in
+interleaved rounds, and the medians and per-round ratios of their rows.
 
 Standard library only.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import selectors
@@ -30,8 +32,58 @@ DRIVERS = HERE / "drivers"
 NPM_DIR = ROOT / "tests" / "interop"
 PINNED_NODE = NPM_DIR / "node_modules" / ".bin" / "node"
 SERVER_START_TIMEOUT = 30.0
-T = TypeVar("T")
 STOP_TIMEOUT = 5.0
+T = TypeVar("T")
+
+
+SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
+
+
+def add_common_args(parser: argparse.ArgumentParser, targets: Sequence[str], seconds: float) -> None:
+    """The options every Node-driven benchmark takes: rounds, seconds per
+    row, the targets to run (comma-separated names), JSON output, the
+    official SDK's python and the node binary."""
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each running every server (default 3)")
+    parser.add_argument(
+        "--seconds", type=float, default=seconds, help=f"measured duration per row (default {seconds:g})"
+    )
+    parser.add_argument(
+        "--targets",
+        default=",".join(targets),
+        help="comma-separated servers to run (default all: %(default)s)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
+    parser.add_argument(
+        "--sdk-python", type=Path, default=SDK_PYTHON, help="python of the official SDK's venv"
+    )
+    parser.add_argument("--node", default=None, help="node binary (default: the pinned Node 22, else PATH)")
+
+
+def resolve_common(parser: argparse.ArgumentParser, args: argparse.Namespace, by_name: dict[str, T]) -> None:
+    """Check the options of :func:`add_common_args`; ``args.targets`` becomes
+    the targets named (of ``by_name``), ``args.node`` a binary if one is found."""
+    if args.seconds <= 0 or args.rounds < 1:
+        parser.error("--seconds must be > 0 and --rounds >= 1")
+    names = [n.strip() for n in args.targets.split(",") if n.strip()]
+    if unknown := [n for n in names if n not in by_name]:
+        parser.error(f"unknown targets {unknown}; choose among {list(by_name)}")
+    args.targets = [by_name[n] for n in names]
+    args.node = args.node or node_binary()
+
+
+def emit(
+    doc: dict[str, Any], as_json: bool, report: Callable[[dict[str, Any]], None], failure: str | None
+) -> int:
+    """Print the run's document (JSON, or ``report``'s tables) and its
+    failure if any; the exit status."""
+    if as_json:
+        print(json.dumps(doc, indent=1))
+    else:
+        report(doc)
+    if failure is not None:
+        print(f"{doc['bench']}: {failure}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def node_binary() -> str | None:

@@ -42,7 +42,6 @@ with each round's load average.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from collections.abc import Callable
@@ -54,19 +53,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _procs import (
-    ROOT,
     UrlServer,
+    add_common_args,
     clock_ticks,
+    emit,
     fmt_spread,
     load_line,
     median_table,
     medians,
     missing_parts,
-    node_binary,
     node_version,
     npm_version,
     peak_rss_mb,
     ratio_table,
+    resolve_common,
     round_ratios,
     run_driver,
     run_rounds,
@@ -82,7 +82,7 @@ TS = "ts-sdk"
 FLOOR = "floor"
 HANDSHAKE = "handshake"
 MODERN = "2026-07-28"
-SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
+SECONDS = 3.0  # per row, by default
 #: Sent by the driver to the floor as ``Mcp-Session-Id`` (as long as ours).
 FLOOR_SESSION_ID = "benchmark-floor-session-00000000"
 #: Issue 11's targets for ours over the floor (calls/s at least, CPU per call
@@ -246,36 +246,20 @@ def print_report(doc: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="rounds, each running every server (default 3)")
-    parser.add_argument("--seconds", type=float, default=3.0, help="measured duration per row (default 3)")
+    add_common_args(parser, [t.name for t in TARGETS_ALL], SECONDS)
     parser.add_argument(
         "--warmup", type=float, default=None, help="warm-up per row (default min(0.5, seconds/2))"
     )
     parser.add_argument("--concurrency", type=int, default=64, help="calls in flight in the concurrent rows")
     parser.add_argument("--connections", type=int, default=64, help="the driver's keep-alive connections")
-    parser.add_argument(
-        "--targets",
-        default=",".join(t.name for t in TARGETS_ALL),
-        help="comma-separated servers to run (default all: %(default)s)",
-    )
     parser.add_argument("--handshake-only", action="store_true", help="skip the 2026-07-28 rows")
-    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
-    parser.add_argument(
-        "--sdk-python", type=Path, default=SDK_PYTHON, help="python of the official SDK's venv"
-    )
-    parser.add_argument("--node", default=None, help="node binary (default: the pinned Node 22, else PATH)")
     args = parser.parse_args(argv)
-    if args.seconds <= 0 or args.concurrency < 1 or args.rounds < 1 or args.connections < 1:
-        parser.error("--seconds must be > 0, --rounds, --concurrency and --connections >= 1")
+    if args.concurrency < 1 or args.connections < 1:
+        parser.error("--concurrency and --connections must be >= 1")
     if args.warmup is None:
         args.warmup = default_warmup(args.seconds)
-    names = [n.strip() for n in args.targets.split(",") if n.strip()]
-    by_name = {t.name: t for t in TARGETS_ALL}
-    if unknown := [n for n in names if n not in by_name]:
-        parser.error(f"unknown targets {unknown}; choose among {list(by_name)}")
-    args.targets = [by_name[n] for n in names]
+    resolve_common(parser, args, {t.name: t for t in TARGETS_ALL})
     args.eras = (HANDSHAKE,) if args.handshake_only else (HANDSHAKE, MODERN)
-    args.node = args.node or node_binary()
     return args
 
 
@@ -316,14 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "summary": summarize(rows),
     }
-    if args.json:
-        print(json.dumps(doc, indent=1))
-    else:
-        print_report(doc)
-    if failure is not None:
-        print(f"bench_http_neutral: {failure}", file=sys.stderr)
-        return 1
-    return 0
+    return emit(doc, args.json, print_report, failure)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ round's load average.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from dataclasses import dataclass
@@ -48,17 +47,18 @@ sys.path.insert(0, str(HERE))
 
 from _procs import (
     DRIVERS,
-    ROOT,
+    add_common_args,
     clock_ticks,
+    emit,
     fmt_spread,
     load_line,
     median_table,
     medians,
     missing_parts,
-    node_binary,
     node_version,
     npm_version,
     ratio_table,
+    resolve_common,
     round_ratios,
     run_driver,
     run_rounds,
@@ -72,7 +72,7 @@ OURS = "trio-mcp"
 SDK = "mcp-sdk"
 TS = "ts-sdk"
 CEILING = "node-echo"
-SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
+SECONDS = 2.0  # per row, by default
 METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us")
 RATIOS = [(OURS, TS, "ours/ts"), (OURS, SDK, "ours/sdk"), (OURS, CEILING, "ours/ceiling")]
 #: Issue 17's targets, printed for context, never asserted.
@@ -199,8 +199,7 @@ def print_report(doc: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="rounds, each running every server (default 3)")
-    parser.add_argument("--seconds", type=float, default=2.0, help="measured duration per row (default 2)")
+    add_common_args(parser, [t.name for t in TARGETS_ALL], SECONDS)
     parser.add_argument("--warmup", type=float, default=0.5, help="warm-up per row (default 0.5)")
     parser.add_argument(
         "--concurrencies", default="1,8,64,256", help="calls in flight, one row each (default %(default)s)"
@@ -208,35 +207,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--spawns", type=int, default=5, help="spawn -> initialized timings per server and round"
     )
-    parser.add_argument(
-        "--targets",
-        default=",".join(t.name for t in TARGETS_ALL),
-        help="comma-separated servers to run (default all: %(default)s)",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
-    parser.add_argument(
-        "--sdk-python", type=Path, default=SDK_PYTHON, help="python of the official SDK's venv"
-    )
-    parser.add_argument("--node", default=None, help="node binary (default: the pinned Node 22, else PATH)")
     args = parser.parse_args(argv)
     try:
         args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
     except ValueError:
         parser.error("--concurrencies takes comma-separated integers")
-    if (
-        args.seconds <= 0
-        or args.warmup < 0
-        or args.rounds < 1
-        or args.spawns < 0
-        or min(args.concurrencies) < 1
-    ):
-        parser.error("--seconds must be > 0, --warmup and --spawns >= 0, --rounds and each concurrency >= 1")
-    by_name = {t.name: t for t in TARGETS_ALL}
-    names = [n.strip() for n in args.targets.split(",") if n.strip()]
-    if unknown := [n for n in names if n not in by_name]:
-        parser.error(f"unknown targets {unknown}; choose among {list(by_name)}")
-    args.targets = [by_name[n] for n in names]
-    args.node = args.node or node_binary()
+    if args.warmup < 0 or args.spawns < 0 or min(args.concurrencies) < 1:
+        parser.error("--warmup and --spawns must be >= 0, each concurrency >= 1")
+    resolve_common(parser, args, {t.name: t for t in TARGETS_ALL})
     return args
 
 
@@ -277,14 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         "processes": processes,
         "summary": summarize(rows, processes),
     }
-    if args.json:
-        print(json.dumps(doc, indent=1))
-    else:
-        print_report(doc)
-    if failure is not None:
-        print(f"bench_stdio_neutral: {failure}", file=sys.stderr)
-        return 1
-    return 0
+    return emit(doc, args.json, print_report, failure)
 
 
 if __name__ == "__main__":

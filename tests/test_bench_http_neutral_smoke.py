@@ -19,14 +19,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import _procs as procs
 
 SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
-NODE_MODULES = ROOT / "tests" / "interop" / "node_modules"
 
 pytestmark = [
     pytest.mark.interop,
     pytest.mark.skipif(
-        not SDK_PYTHON.exists()
-        or not (NODE_MODULES / "undici").exists()
-        or not (NODE_MODULES / "@modelcontextprotocol" / "sdk").exists(),
+        not SDK_PYTHON.exists() or not procs.npm_peers_installed(),
         reason="the SDK venv or the npm peers are absent (bash scripts/setup-interop installs them)",
     ),
 ]

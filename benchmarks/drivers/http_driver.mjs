@@ -2,8 +2,8 @@
 //
 //   node benchmarks/drivers/http_driver.mjs '<JSON options>'
 //
-// Raw JSON-RPC over an undici keep-alive Pool (its dispatch API) (pinned in tests/interop/package.json),
-// no MCP client library. Options (one JSON object):
+// Raw JSON-RPC over an undici keep-alive Pool (its dispatch API; undici is pinned in
+// tests/interop/package.json), no MCP client library. Options (one JSON object):
 //   url            the server's MCP endpoint
 //   eras           ["handshake", "2026-07-28"]: handshake = initialize +
 //                  notifications/initialized, then calls carrying Mcp-Session-Id and
