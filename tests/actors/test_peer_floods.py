@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 import trio
+from tests.gated import GATED, make_fifo, release
 
 from trio_mcp import McpError, Peer, PeerLimits, ServerOverloaded, open_session
 from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
 
-GATED = str(Path(__file__).parent / "fixtures" / "gated_server.py")
-TIMEOUT = 20.0  # a hang guard for floods of real processes on a loaded machine
+TIMEOUT = 60.0  # a hang guard for floods of real processes on a loaded machine
 LIMITS = PeerLimits()
 #: Calls the server admits (the rest are refused with -32001 while none can finish).
 CAPACITY = LIMITS.max_concurrent_handlers + LIMITS.max_queued_requests
@@ -38,18 +38,7 @@ OVERLOADED = -32001
 
 @pytest.fixture
 def release_fifo(tmp_path: Path) -> Path:
-    path = tmp_path / "release"
-    os.mkfifo(path)
-    return path
-
-
-def release(fifo: Path) -> None:
-    """Let every held call finish (the server holds the FIFO open for reading)."""
-    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    try:
-        os.write(fd, b"x")
-    finally:
-        os.close(fd)
+    return make_fifo(tmp_path)
 
 
 def _line(message: Any) -> bytes:

@@ -23,13 +23,18 @@ from typing import Any
 
 import pytest
 import trio
+from tests.gated import GATED, make_fifo, release
 from trio.testing import wait_all_tasks_blocked
 
 from trio_mcp import McpError, ServerOverloaded, open_session
 from trio_mcp.transports.http import HttpClientSettings, StreamableHttpTransport
 
-GATED = str(Path(__file__).parent.parent / "actors" / "fixtures" / "gated_server.py")
 TIMEOUT = 150.0  # a hang guard for 1,000 calls to a real server process on a loaded machine
+
+
+@pytest.fixture
+def release_fifo(tmp_path: Path) -> Path:
+    return make_fifo(tmp_path)
 
 
 @asynccontextmanager
@@ -66,21 +71,6 @@ async def http_server(fifo: Path) -> AsyncIterator[str]:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-
-
-@pytest.fixture
-def release_fifo(tmp_path: Path) -> Path:
-    path = tmp_path / "release"
-    os.mkfifo(path)
-    return path
-
-
-def release(fifo: Path) -> None:
-    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    try:
-        os.write(fd, b"x")
-    finally:
-        os.close(fd)
 
 
 async def test_a_flood_of_calls_from_one_session_is_answered_in_full(release_fifo: Path) -> None:
