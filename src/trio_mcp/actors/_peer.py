@@ -133,6 +133,12 @@ class Peer(_HandlerPool):
         #: Batch arrays completed by a cancelled request, sent by its worker
         #: once out of the cancelled scope (at most one per worker).
         self._late: deque[Any] = deque()
+        #: Workers hand their answers to one writer that gathers them into one
+        #: write per scheduling turn, over streams that can (see _peer_pool).
+        self._gathers = getattr(type(stream), "send_batch", None) is not None
+        self._answers: list[Any] = []
+        self._unwritten = 0
+        self._writer: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._workers = 0
         self._idle = 0
@@ -164,6 +170,8 @@ class Peer(_HandlerPool):
                 self._nursery = nursery
                 nursery.start_soon(self._notification_loop)
                 nursery.start_soon(self._outbox_loop)
+                if self._gathers:
+                    nursery.start_soon(self._answer_writer)
                 # Streams that accept direct hand-over define set_direct on
                 # their class (never through wrappers that watch receive()).
                 if getattr(type(self.stream), "set_direct", None) is not None:
@@ -174,7 +182,7 @@ class Peer(_HandlerPool):
                 try:
                     reason = await self._read_loop()
                 except TransportError as exc:
-                    self._shut(f"transport failed: {exc.reason}")
+                    self._shut(f"transport failed: {exc.reason}", exc)
                     nursery.cancel_scope.cancel()
                     # Raised below, outside the nursery: raised in here it
                     # would come out wrapped in an ExceptionGroup.
@@ -259,12 +267,14 @@ class Peer(_HandlerPool):
         finally:
             held.clear()
 
-    def _shut(self, reason: str) -> None:
-        """Stop accepting work and fail every pending call (idempotent)."""
+    def _shut(self, reason: str, cause: TransportError | None = None) -> None:
+        """Stop accepting work and fail every pending call (idempotent), each
+        with a ConnectionClosed whose ``__cause__`` is the transport's failure."""
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
         self._warnings.flush()
+        self._wake_writer()  # it returns once the workers are gone
         if getattr(type(self.stream), "set_direct", None) is not None:
             self.stream.set_direct(None)  # type: ignore[attr-defined]
         if getattr(type(self.stream), "set_inline", None) is not None:
@@ -276,7 +286,9 @@ class Peer(_HandlerPool):
         pending, self._pending = self._pending, {}
         for reply in pending.values():
             # One outcome (and exception) per caller: an outcome unwraps once.
-            reply.deliver(outcome.Error(ConnectionClosed(f"connection closed: {reason}")))
+            error = ConnectionClosed(f"connection closed: {reason}")
+            error.__cause__ = cause
+            reply.deliver(outcome.Error(error))
 
     # ------------------------------------------------------------- dispatch
 
@@ -340,7 +352,7 @@ class Peer(_HandlerPool):
         if ident in self._inflight:
             self._reply_nowait(error_response(ident, InvalidRequest(f"Duplicate request id {ident!r}")))
             return
-        if len(self._inflight) >= self._capacity:
+        if len(self._inflight) + self._unwritten >= self._capacity:
             self._overloaded += 1
             self._reply_nowait(error_response(ident, ServerOverloaded()))
             return

@@ -2,6 +2,13 @@
 pool, grown on demand), the in-order notification worker, the outbox of the
 read loop's own answers, and serving a request inline in its caller's task.
 
+Over a stream that can write several messages at once (``send_batch``, e.g.
+stdio), a worker does not write its answer itself: it hands it to the answer
+writer and goes on to its next request; the writer sends every answer handed
+over in one scheduling turn with one write. An answer not written yet still
+counts against the admission capacity, so a peer that does not read its
+answers cannot make them pile up.
+
 A mixin of :class:`~._peer.Peer`, which owns the state named below.
 """
 
@@ -71,6 +78,11 @@ class _HandlerPool:
     _running: int
     _served: int
     _closed_reason: str | None
+    #: Answers handed to the answer writer, not written yet (``send_batch`` streams).
+    _answers: list[Any]
+    _unwritten: int
+    _writer: trio.lowlevel.Task | None
+    _gathers: bool
 
     async def _worker(self) -> None:
         """Serve admitted requests one at a time.
@@ -109,6 +121,8 @@ class _HandlerPool:
                     await self._send(self._late.popleft(), "a batch")
         finally:
             self._workers -= 1
+            if self._workers == 0:
+                self._wake_writer()  # it may be waiting for the last worker to go
 
     async def _serve(self, req: Request, scope: trio.CancelScope) -> None:
         """Serve one request inside its worker's ``scope`` (cancelled by the peer's
@@ -160,7 +174,50 @@ class _HandlerPool:
         out = self._settle(ident, reply)
         if out is None:
             return  # its batch is answered when the last of it is done
-        await self._send(out, req.method)
+        if self._gathers:
+            self._hand_over(out)
+        else:
+            await self._send(out, req.method)
+
+    def _hand_over(self, out: Any) -> None:
+        """Give an answer to the answer writer (see the module doc)."""
+        self._answers.append(out)
+        self._unwritten += 1
+        self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        writer = self._writer
+        if writer is not None:
+            self._writer = None
+            trio.lowlevel.reschedule(writer)
+
+    async def _answer_writer(self) -> None:
+        """Write the answers handed over, each scheduling turn's with one write;
+        return once the peer is shut and its last worker is gone."""
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._writer = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        send_batch = self.stream.send_batch  # type: ignore[attr-defined]
+        while True:
+            if not self._answers:
+                if self._closed_reason is not None and self._workers == 0:
+                    return
+                self._writer = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(abort)
+            batch, self._answers = self._answers, []
+            try:
+                await send_batch(batch)
+            except TransportError:
+                return  # the read loop sees the broken transport and shuts down
+            except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+                # One of them cannot be encoded: each on its own (the culprit
+                # becomes a -32603 answer, see _send).
+                for out in batch:
+                    await self._send(out, "a request")
+            finally:
+                self._unwritten -= len(batch)
 
     async def _send(self, out: Any, what: str) -> None:
         """Send a worker's answer (or a batch's array of them)."""
