@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 import trio
+from tests.gated import GATED, make_fifo, release
 
 from trio_mcp import McpError, Peer, PeerLimits, ServerOverloaded, open_session
-from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
+from trio_mcp.transports.stdio import StdioServerParameters, StdioStream, StdioTransport
 
-GATED = str(Path(__file__).parent / "fixtures" / "gated_server.py")
-TIMEOUT = 20.0  # a hang guard for floods of real processes on a loaded machine
+TIMEOUT = 60.0  # a hang guard for floods of real processes on a loaded machine
 LIMITS = PeerLimits()
 #: Calls the server admits (the rest are refused with -32001 while none can finish).
 CAPACITY = LIMITS.max_concurrent_handlers + LIMITS.max_queued_requests
@@ -38,18 +38,7 @@ OVERLOADED = -32001
 
 @pytest.fixture
 def release_fifo(tmp_path: Path) -> Path:
-    path = tmp_path / "release"
-    os.mkfifo(path)
-    return path
-
-
-def release(fifo: Path) -> None:
-    """Let every held call finish (the server holds the FIFO open for reading)."""
-    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    try:
-        os.write(fd, b"x")
-    finally:
-        os.close(fd)
+    return make_fifo(tmp_path)
 
 
 def _line(message: Any) -> bytes:
@@ -298,3 +287,44 @@ async def test_a_flood_of_dropped_notifications_and_garbage_logs_a_few_lines(
     assert len(records) <= 12, [r.getMessage() for r in records]
     assert sum(r.repeated for r in dropped) == stats.notifications_dropped  # type: ignore[attr-defined]
     assert sum(r.repeated for r in not_json) == garbage  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- fairness between sessions
+
+
+async def test_a_burst_on_one_stdio_session_does_not_starve_another() -> None:
+    """Two sessions served in one process over pipes: while one is flooded
+    with pings, the other's single ping is answered long before the flood is."""
+    burst = 20_000
+
+    def session() -> tuple[StdioStream, trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
+        to_server_r, to_server_w = os.pipe()
+        from_server_r, from_server_w = os.pipe()
+        stream = StdioStream(to_server_r, from_server_w, name="served")
+        return stream, trio.lowlevel.FdStream(to_server_w), trio.lowlevel.FdStream(from_server_r)
+
+    async def count_answers(out: trio.lowlevel.FdStream, seen: list[int], first: trio.Event) -> None:
+        async for chunk in out:
+            seen[0] += chunk.count(b"\n")
+            first.set()
+            if seen[0] >= burst:
+                return
+
+    flooded, flood_in, flood_out = session()
+    quiet, quiet_in, quiet_out = session()
+    answered = [0]
+    started = trio.Event()
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            for stream in (flooded, quiet):
+                await nursery.start(Peer(stream, name="served").run)
+            nursery.start_soon(count_answers, flood_out, answered, started)
+            nursery.start_soon(flood_in.send_all, b"".join(_line(_ping(i)) for i in range(burst)))
+            await started.wait()  # the flood is being served
+            await quiet_in.send_all(_line(_ping(1)))
+            reply = await quiet_out.receive_some()
+            assert json.loads(reply) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+            assert answered[0] < burst / 2, "the quiet session waited for most of the flood"
+            nursery.cancel_scope.cancel()
+    for closable in (flooded, quiet, flood_in, flood_out, quiet_in, quiet_out):
+        await closable.aclose()

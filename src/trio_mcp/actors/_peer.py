@@ -22,42 +22,42 @@ The read loop never awaits a consumer:
 
 Blocking the read loop would also block responses, and deadlock handlers that
 wait on the peer.
+
+Here: the actor, its read loop and dispatch, and outbound calls. Its bounds
+are in :mod:`._peer_limits`, its handler pool in :mod:`._peer_pool`, what a
+dispatcher gets in :mod:`._peer_inbound`, a caller's reply in :mod:`._peer_calls`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-import attrs
 import msgspec
 import outcome
 import trio
-from msgspec import UNSET, Struct
+from msgspec import UNSET
 
-from .._util import DEFAULT_WARNING_INTERVAL, RepeatedWarnings, check_positive, describe, numeric_fields
+from .._util import RepeatedWarnings
 from ..protocol import (
     ConnectionClosed,
     ErrorResponse,
-    InternalError,
     InvalidMessage,
     InvalidRequest,
-    McpError,
-    MethodNotFound,
     Notification,
     Request,
     Response,
     ServerOverloaded,
     coerce,
-    encode,
     error_response,
 )
-from ..transports import MessageStream, TransportClosed, TransportError
-from ..transports._base import RELATED_REQUEST
+from ..transports import MessageStream, TransportError
 from ._actor import ExitReason
+from ._peer_calls import ProgressCallback, _answer, _progress_of, _Reply, _with_progress_token
+from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
+from ._peer_limits import PeerLimits, PeerStatistics, oversized_batch
+from ._peer_pool import _DRAIN_BUDGET, _INLINE_SINK, InlineServer, _HandlerPool
 
 __all__ = [
     "NON_CANCELLABLE",
@@ -76,259 +76,12 @@ log = logging.getLogger("trio_mcp.peer")
 #: starts the session, ``subscriptions/listen`` is a stream, not a call.
 ALWAYS_FRAMED: Final = frozenset({"initialize", "subscriptions/listen"})
 
-#: Where the notifications of a request served inline go (see :meth:`Peer.request`).
-NotificationSink = Callable[[Notification], Awaitable[None]]
-#: What serves a request inline: ``await serve(request, sink)`` -> its answer.
-InlineServer = Callable[[Request, NotificationSink], Awaitable[Any]]
-
-#: While a peer serves a request inline (in the caller's task): that serving
-#: peer, and the sink its notifications go to instead of its transport (the
-#: calling peer, in order, before the answer).
-_INLINE_SINK: ContextVar[tuple[Peer, NotificationSink] | None] = ContextVar(
-    "trio_mcp_inline_sink", default=None
-)
-
-#: Frames one wake-up of the read loop (or requests one worker) may take
-#: without a schedule point, so a burst cannot starve other tasks.
-_DRAIN_BUDGET: Final = 32
 
 #: Requests a peer's ``notifications/cancelled`` never interrupts.
 NON_CANCELLABLE: Final = frozenset({"initialize"})
 
-ProgressCallback = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
-_EMPTY_RESULT: Final = msgspec.Raw(b"{}")
-
-
-@attrs.frozen(kw_only=True)
-class PeerLimits:
-    """Every bound of a peer, named. All are counts of messages unless noted."""
-
-    #: Handler workers serving inbound requests at once.
-    max_concurrent_handlers: int = 64
-    #: Inbound requests waiting for a worker; one more is answered at once
-    #: with ServerOverloaded (-32001) instead of being queued.
-    max_queued_requests: int = 256
-    #: Inbound notifications waiting for the (single, in-order) notification
-    #: worker; one more is dropped and counted in ``notifications_dropped``.
-    #: Also bounds the progress notifications waiting for one caller's
-    #: ``on_progress`` callback.
-    max_queued_notifications: int = 1024
-    #: Error answers produced by the read loop (parse errors, overload)
-    #: waiting to be written; when full, the read loop stops reading until
-    #: there is room (the other side is not reading our answers), counted in
-    #: ``reads_paused``. No answer is ever dropped.
-    max_queued_replies: int = 256
-    #: Messages in one inbound JSON-RPC batch; a larger batch is refused at
-    #: once with one -32600 error (id null) and none of it is served.
-    max_batch_items: int = 1024
-    #: Seconds a shielded ``notifications/cancelled`` send may take.
-    cancel_send_timeout: float = 1.0
-    #: Seconds between two log lines about the same repeated problem (dropped
-    #: notifications): the ones in between are counted and summarized.
-    warning_interval: float = DEFAULT_WARNING_INTERVAL
-    #: Seconds in-flight handlers may run on after the other side closed its
-    #: end cleanly (EOF) before they are cancelled.
-    drain_grace: float = 2.0
-    #: Seconds ``aclose`` may spend closing the transport.
-    close_timeout: float = 2.0
-
-    def __attrs_post_init__(self) -> None:
-        check_positive(self, numeric_fields(self))
-
-
-@attrs.frozen
-class PeerStatistics:
-    """A snapshot of a peer's counters (see :meth:`Peer.statistics`)."""
-
-    pending_calls: int
-    handlers_running: int
-    workers: int
-    requests_queued: int
-    notifications_queued: int
-    requests_served: int
-    requests_overloaded: int
-    requests_cancelled_by_peer: int
-    notifications_dropped: int
-    #: Times the read loop stopped reading until the other side took our answers.
-    reads_paused: int
-    unmatched_responses: int
-    invalid_frames: int
-
-
-class Dispatcher(Protocol):
-    """What a role actor gives the peer."""
-
-    async def handle_request(self, request: InboundRequest) -> Any:
-        """Return the result (Struct, builtins or Raw) or raise McpError."""
-
-    async def handle_notification(self, method: str, params: Any) -> None:
-        """Handle one notification, in arrival order."""
-
-    def handle_notification_inline(self, method: str, params: Any) -> bool:
-        """Optionally handle a notification synchronously in the read loop
-        (for state changes that must precede later requests, such as
-        ``notifications/initialized``). Return True if handled. Must not block."""
-
-
-class _NullDispatcher:
-    async def handle_request(self, request: InboundRequest) -> Any:
-        raise MethodNotFound(f"Method not found: {request.method}")
-
-    async def handle_notification(self, method: str, params: Any) -> None:
-        return None
-
-    def handle_notification_inline(self, method: str, params: Any) -> bool:
-        return False
-
-
-class _Reply:
-    """A one-slot reply: the read loop fills it without ever blocking.
-
-    A call made with ``on_progress`` also gets its progress notifications
-    here (bounded), so the caller runs its callback for each of them, in
-    order, before it returns the answer that followed them on the wire.
-    """
-
-    __slots__ = ("progress", "task", "value")
-
-    def __init__(self) -> None:
-        self.value: outcome.Outcome[Any] | None = None
-        self.task: trio.lowlevel.Task | None = None
-        self.progress: deque[tuple[float, Any, Any]] | None = None
-
-    def deliver(self, value: outcome.Outcome[Any]) -> None:
-        if self.value is not None:
-            return
-        self.value = value
-        task = self.task
-        if task is not None:
-            self.task = None
-            trio.lowlevel.reschedule(task, value)
-
-    def deliver_progress(self, item: tuple[float, Any, Any], limit: int) -> bool:
-        queue = self.progress
-        if queue is None or len(queue) >= limit:
-            return False
-        queue.append(item)
-        task = self.task
-        if task is not None:
-            self.task = None
-            trio.lowlevel.reschedule(task, outcome.Value(None))
-        return True
-
-    async def _park(self) -> Any:
-        self.task = trio.lowlevel.current_task()
-
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            self.task = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        return await trio.lowlevel.wait_task_rescheduled(abort)
-
-    async def wait(self) -> Any:
-        if self.value is not None:
-            await trio.lowlevel.checkpoint()
-            return self.value.unwrap()
-        return await self._park()
-
-    async def wait_reporting(self, callback: ProgressCallback, name: str) -> Any:
-        queue = self.progress
-        assert queue is not None
-        while True:
-            while queue:
-                progress, total, message = queue.popleft()
-                try:
-                    await callback(progress, total, message)
-                except Exception:
-                    log.exception("%s: progress callback failed", name)
-            if self.value is not None:
-                return await self.wait()
-            # Woken with None for more progress, or handed the answer (then
-            # nothing was queued since we parked: progress would have woken us).
-            msg = await self._park()
-            if msg is not None:
-                return msg
-
-
-class _Batch:
-    """The answers of one inbound JSON-RPC batch, gathered into one array."""
-
-    __slots__ = ("replies", "waiting")
-
-    def __init__(self) -> None:
-        self.waiting: set[int | str] = set()
-        self.replies: list[Any] = []
-
-
-class _Slot:
-    """An admitted inbound request's cancellation state."""
-
-    __slots__ = ("cancellable", "cancelled", "scope")
-
-    def __init__(self, cancellable: bool) -> None:
-        self.scope: trio.CancelScope | None = None
-        self.cancelled = False
-        self.cancellable = cancellable
-
-
-class _Meta(Struct):
-    meta: dict[str, Any] = msgspec.field(default_factory=dict, name="_meta")
-
-
-class InboundRequest:
-    """A request being served; handed to the dispatcher."""
-
-    __slots__ = ("_meta", "id", "method", "params", "peer")
-
-    def __init__(self, peer: Peer, request: Request) -> None:
-        self.peer = peer
-        self.id = request.id
-        self.method = request.method
-        self.params = request.params
-        self._meta: dict[str, Any] | None = None
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """The request's ``_meta`` object (decoded on first use)."""
-        if self._meta is None:
-            params = self.params
-            if params is UNSET or params is None:
-                self._meta = {}
-            elif isinstance(params, dict):
-                meta = params.get("_meta")
-                self._meta = meta if isinstance(meta, dict) else {}
-            elif isinstance(params, Struct):
-                meta = getattr(params, "meta", UNSET)
-                self._meta = meta if isinstance(meta, dict) else {}
-            else:
-                try:
-                    self._meta = coerce(params, _Meta).meta
-                except (msgspec.ValidationError, msgspec.DecodeError):
-                    self._meta = {}
-        return self._meta
-
-    @property
-    def progress_token(self) -> int | str | None:
-        token = self.meta.get("progressToken")
-        return token if type(token) in (int, str) else None
-
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Send ``notifications/progress`` if the caller asked for progress."""
-        token = self.progress_token
-        if token is None:
-            return
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self.peer.notify("notifications/progress", params)
-
-
-class Peer:
+class Peer(_HandlerPool):
     """A JSON-RPC session over a :class:`MessageStream`.
 
     Start with ``await nursery.start(peer.run)``. ``run`` returns an
@@ -380,6 +133,12 @@ class Peer:
         #: Batch arrays completed by a cancelled request, sent by its worker
         #: once out of the cancelled scope (at most one per worker).
         self._late: deque[Any] = deque()
+        #: Workers hand their answers to one writer that gathers them into one
+        #: write per scheduling turn, over streams that can (see _peer_pool).
+        self._gathers = getattr(type(stream), "send_batch", None) is not None
+        self._answers: list[Any] = []
+        self._unwritten = 0
+        self._writer: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._workers = 0
         self._idle = 0
@@ -411,6 +170,8 @@ class Peer:
                 self._nursery = nursery
                 nursery.start_soon(self._notification_loop)
                 nursery.start_soon(self._outbox_loop)
+                if self._gathers:
+                    nursery.start_soon(self._answer_writer)
                 # Streams that accept direct hand-over define set_direct on
                 # their class (never through wrappers that watch receive()).
                 if getattr(type(self.stream), "set_direct", None) is not None:
@@ -421,7 +182,7 @@ class Peer:
                 try:
                     reason = await self._read_loop()
                 except TransportError as exc:
-                    self._shut(f"transport failed: {exc.reason}")
+                    self._shut(f"transport failed: {exc.reason}", exc)
                     nursery.cancel_scope.cancel()
                     # Raised below, outside the nursery: raised in here it
                     # would come out wrapped in an ExceptionGroup.
@@ -506,12 +267,14 @@ class Peer:
         finally:
             held.clear()
 
-    def _shut(self, reason: str) -> None:
-        """Stop accepting work and fail every pending call (idempotent)."""
+    def _shut(self, reason: str, cause: TransportError | None = None) -> None:
+        """Stop accepting work and fail every pending call (idempotent), each
+        with a ConnectionClosed whose ``__cause__`` is the transport's failure."""
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
         self._warnings.flush()
+        self._wake_writer()  # it returns once the workers are gone
         if getattr(type(self.stream), "set_direct", None) is not None:
             self.stream.set_direct(None)  # type: ignore[attr-defined]
         if getattr(type(self.stream), "set_inline", None) is not None:
@@ -523,7 +286,9 @@ class Peer:
         pending, self._pending = self._pending, {}
         for reply in pending.values():
             # One outcome (and exception) per caller: an outcome unwraps once.
-            reply.deliver(outcome.Error(ConnectionClosed(f"connection closed: {reason}")))
+            error = ConnectionClosed(f"connection closed: {reason}")
+            error.__cause__ = cause
+            reply.deliver(outcome.Error(error))
 
     # ------------------------------------------------------------- dispatch
 
@@ -587,7 +352,7 @@ class Peer:
         if ident in self._inflight:
             self._reply_nowait(error_response(ident, InvalidRequest(f"Duplicate request id {ident!r}")))
             return
-        if len(self._inflight) >= self._capacity:
+        if len(self._inflight) + self._unwritten >= self._capacity:
             self._overloaded += 1
             self._reply_nowait(error_response(ident, ServerOverloaded()))
             return
@@ -666,20 +431,6 @@ class Peer:
             return
         self._answer_now(msg)
 
-    def _settle(self, ident: int | str, reply: Any) -> Any:
-        """What to send now for request ``ident`` finishing with ``reply``
-        (None: no answer): the reply itself, nothing (None) while the rest of
-        its batch runs, or the batch's whole array once this was its last."""
-        batch = self._batches.pop(ident, None)
-        if batch is None:
-            return reply
-        batch.waiting.discard(ident)
-        if reply is not None:
-            batch.replies.append(reply)
-        if batch.waiting or not batch.replies:
-            return None
-        return batch.replies
-
     def _answer_now(self, msg: Any) -> None:
         """Queue an answer of the read loop; when the outbox is full, hold it
         for the read loop to queue before it reads on (see :meth:`_queue_held`)."""
@@ -689,165 +440,6 @@ class Peer:
             self._held.append(msg)
         except trio.ClosedResourceError:
             pass
-
-    # -------------------------------------------------------------- workers
-
-    async def _worker(self) -> None:
-        """Serve admitted requests one at a time.
-
-        A worker runs its requests inside one cancel scope of its own, not one
-        per request (the cheap path: cancellations are rare). A peer's
-        ``notifications/cancelled`` cancels the scope of the worker serving
-        that request; the worker then opens a fresh scope for the next one.
-        """
-        receive = self._queue_recv.receive
-        receive_nowait = self._queue_recv.receive_nowait
-        serve = self._serve
-        try:
-            while True:
-                with trio.CancelScope() as scope:
-                    streak = 0
-                    while not scope.cancel_called:
-                        try:
-                            req = receive_nowait()
-                            streak += 1
-                            if streak >= _DRAIN_BUDGET:  # stay fair to other tasks
-                                streak = 0
-                                await trio.lowlevel.checkpoint()
-                        except trio.WouldBlock:
-                            streak = 0
-                            self._idle += 1
-                            try:
-                                req = await receive()
-                            except (trio.EndOfChannel, trio.ClosedResourceError):
-                                return
-                        except (trio.EndOfChannel, trio.ClosedResourceError):
-                            return
-                        await serve(req, scope)
-                while self._late:
-                    # A cancelled request was the last of its batch: answer the rest.
-                    await self._send(self._late.popleft(), "a batch")
-        finally:
-            self._workers -= 1
-
-    async def _serve(self, req: Request, scope: trio.CancelScope) -> None:
-        """Serve one request inside its worker's ``scope`` (cancelled by the peer's
-        ``notifications/cancelled``: Cancelled then propagates to the worker)."""
-        ident = req.id
-        slot = self._inflight.get(ident)
-        if slot is None or slot.cancelled:
-            self._inflight.pop(ident, None)
-            last = self._settle(ident, None)
-            if last is not None:
-                await self._send(last, "a batch")  # the rest of its batch
-            return
-        self._running += 1
-        # The handler's messages (and the response) relate to this request;
-        # each worker serves one request at a time, so no reset is needed.
-        RELATED_REQUEST.set(ident)
-        reply: Any = None
-        slot.scope = scope
-        try:
-            if req.method == "ping":
-                result = _EMPTY_RESULT
-            else:
-                result = await self.dispatcher.handle_request(InboundRequest(self, req))
-            reply = Response(id=ident, result=result)
-        except Exception as exc:
-            reply = self._error_answer(req, exc)
-        except BaseExceptionGroup as group:
-            # Errors raised together with Cancelled (a handler's nursery whose
-            # cleanup failed while it was being cancelled). Let only the
-            # Cancelled part reach the worker's scope: the errors would go on
-            # past it and end the whole session.
-            errors, rest = group.split(Exception)
-            if errors is None or rest is None:
-                raise
-            log.error("%s: handler for %s failed while cancelled", self.name, req.method, exc_info=errors)
-            raise rest from None
-        finally:
-            self._running -= 1
-            slot.scope = None
-            self._inflight.pop(ident, None)
-            if reply is None or slot.cancelled:
-                # A cancelled request is never answered (the rest of its batch is).
-                last = self._settle(ident, None)
-                if last is not None:
-                    self._late.append(last)  # sent by the worker, out of the cancelled scope
-        if slot.cancelled or reply is None:
-            return
-        self._served += 1
-        out = self._settle(ident, reply)
-        if out is None:
-            return  # its batch is answered when the last of it is done
-        await self._send(out, req.method)
-
-    async def _send(self, out: Any, what: str) -> None:
-        """Send a worker's answer (or a batch's array of them)."""
-        try:
-            await self.stream.send(out)
-        except TransportError:
-            pass  # the read loop sees the broken transport and shuts down
-        except Exception as exc:
-            # The transport could not encode the answer (the handler returned
-            # something the codec cannot write): answer -32603 rather than
-            # let one handler's result take the whole session down.
-            log.exception("%s: could not send the answer to %s", self.name, what)
-            fallback = _encodable(out, f"could not encode the answer to {what}: {describe(exc)}")
-            try:
-                await self.stream.send(fallback)
-            except TransportError:
-                pass
-
-    def _error_answer(self, req: Request, exc: Exception) -> ErrorResponse:
-        """The answer to ``req`` whose handler raised ``exc``: its own error,
-        or -32603 for anything unexpected (logged)."""
-        if isinstance(exc, McpError):
-            return error_response(req.id, exc)
-        log.error("%s: handler for %s failed", self.name, req.method, exc_info=exc)
-        return error_response(req.id, InternalError(describe(exc)))
-
-    async def serve_inline(self, req: Request, sink: NotificationSink) -> Response | ErrorResponse:
-        """Serve ``req`` in the calling task and return its answer: the same
-        dispatcher and error mapping as a worker, the caller's cancel scope
-        instead of the worker's; what the handler notifies goes to ``sink``, in
-        order, instead of the transport. For requests that depend on no earlier
-        message (the stateless era): an inline in-memory pair (see
-        :meth:`request`), or a Streamable HTTP request served in its own ASGI
-        task. Raises :class:`TransportClosed` once the peer is closed."""
-        if self._closed_reason is not None:
-            raise TransportClosed(self._closed_reason)
-        self._running += 1
-        token = _INLINE_SINK.set((self, sink))
-        related = RELATED_REQUEST.set(req.id)  # as a worker does: what the handler sends relates to it
-        try:
-            if req.method == "ping":
-                result: Any = _EMPTY_RESULT
-            else:
-                result = await self.dispatcher.handle_request(InboundRequest(self, req))
-            reply: Response | ErrorResponse = Response(id=req.id, result=result)
-        except Exception as exc:
-            reply = self._error_answer(req, exc)
-        finally:
-            RELATED_REQUEST.reset(related)
-            _INLINE_SINK.reset(token)
-            self._running -= 1
-        self._served += 1
-        return reply
-
-    async def _notification_loop(self) -> None:
-        async for note in self._notif_recv:
-            try:
-                await self.dispatcher.handle_notification(note.method, note.params)
-            except Exception:
-                log.exception("%s: notification handler for %s failed", self.name, note.method)
-
-    async def _outbox_loop(self) -> None:
-        async for msg in self._outbox_recv:
-            try:
-                await self.stream.send(msg)
-            except TransportError:
-                return
 
     # ------------------------------------------------------------ outbound
 
@@ -1025,73 +617,3 @@ class Peer:
 
     def __repr__(self) -> str:
         return f"<Peer {self.name} {'closed' if self.closed else 'open'}>"
-
-
-def oversized_batch(items: list[Any], limit: int) -> ErrorResponse | None:
-    """The one error that refuses a JSON-RPC batch of more than ``limit``
-    messages (:attr:`PeerLimits.max_batch_items`), or None if it is accepted.
-    Transports that gather batches themselves (Streamable HTTP) use it too."""
-    if len(items) <= limit:
-        return None
-    return error_response(
-        None,
-        InvalidRequest(f"Invalid Request: a batch of {len(items)} messages; at most {limit} are accepted"),
-    )
-
-
-def _encodable(out: Any, problem: str) -> Any:
-    """``out`` (an answer, or a batch's array of them) with every answer the
-    codec cannot write replaced by a -32603 error."""
-    if type(out) is not list:
-        return error_response(out.id, InternalError(problem))
-    fixed = []
-    for reply in out:
-        try:
-            encode(reply)
-            fixed.append(reply)
-        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
-            fixed.append(error_response(reply.id, InternalError(problem)))
-    return fixed
-
-
-def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any:
-    """A call's result (decoded to ``result_type`` if given), or its error raised."""
-    if type(msg) is Response:
-        if result_type is None:
-            return msg.result
-        try:
-            return coerce(msg.result, result_type)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            raise InternalError(f"malformed result for {method}: {exc}") from None
-    raise msg.error.to_exception()  # type: ignore[union-attr]
-
-
-def _progress_of(params: Any) -> tuple[int | str, tuple[float, Any, Any] | None] | None:
-    """(token, (progress, total, message)) of ``notifications/progress``
-    params; the item is None when ``progress`` is not a number, the whole
-    None when there is no usable token."""
-    try:
-        data = coerce(params, dict[str, Any])
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
-    token = data.get("progressToken")
-    if type(token) is not int and type(token) is not str:
-        return None
-    progress = data.get("progress")
-    if type(progress) is not int and type(progress) is not float:
-        return token, None
-    return token, (progress, data.get("total"), data.get("message"))
-
-
-def _with_progress_token(params: Any, token: int | str) -> Any:
-    if params is UNSET or params is None:
-        return {"_meta": {"progressToken": token}}
-    if isinstance(params, dict):
-        meta = dict(params.get("_meta") or {})
-        meta["progressToken"] = token
-        return {**params, "_meta": meta}
-    if isinstance(params, Struct) and "meta" in params.__struct_fields__:
-        meta = params.meta if isinstance(params.meta, dict) else {}  # type: ignore[attr-defined]
-        return msgspec.structs.replace(params, meta={**meta, "progressToken": token})
-    data = coerce(params, dict[str, Any])
-    return _with_progress_token(data, token)

@@ -323,7 +323,13 @@ class StdioStream:
         """Write ``data`` as it is (no newline added): for fault injection."""
         await self._send(None, data)
 
-    async def _send(self, message: Any, raw: bytes | None) -> None:
+    async def send_batch(self, messages: list[Any]) -> None:
+        """Send several messages, one line each, with one write (the peer
+        gathers the answers ready in one scheduling turn). An error encoding
+        any of them is raised before anything is written."""
+        await self._send(messages, None, batch=True)
+
+    async def _send(self, message: Any, raw: bytes | None, *, batch: bool = False) -> None:
         if self._closed:
             raise TransportClosed(f"{self.name}: stream closed")
         async with self._send_lock:
@@ -333,13 +339,16 @@ class StdioStream:
                 raise TransportError(self._write_error)
             buf = self._wbuf
             buf.clear()
-            if raw is None:
+            if batch:
+                for item in message:
+                    encode_line(item, buf)
+            elif raw is None:
                 encode_line(message, buf)
             else:
                 buf += raw
-            await self._write_all(buf)
+            await self._write_all(buf, len(message) if batch else 1)
 
-    async def _write_all(self, buf: bytearray) -> None:
+    async def _write_all(self, buf: bytearray, frames: int = 1) -> None:
         with memoryview(buf) as view:
             total = len(view)
             pos = self._write_some(view, 0)
@@ -351,7 +360,7 @@ class StdioStream:
                         await self._finish_cancelled_write(view, pos)
                     raise
                 pos = self._write_some(view, pos)
-        self._frames_out += 1
+        self._frames_out += frames
 
     def _write_some(self, view: memoryview, pos: int) -> int:
         if self._wfd < 0:

@@ -28,6 +28,13 @@ nursery.start(transport.run)`` gives a :class:`HttpClientStream` (a
 * Closing the stream DELETEs the session (bounded by ``close_timeout``).
 * HTTP errors of a request's POST become JSON-RPC error answers to that
   request; network errors fail the transport.
+* At most ``max_request_posts`` request POSTs are on the wire at once (the
+  connection pool has room for them and for the one-way POSTs and the GET
+  stream); more wait their turn, first come first served, at most
+  ``max_queued_requests`` of them (one more is answered at once with
+  ``-32001``). Each wait is bounded by its caller's cancel scope (a cancelled
+  call leaves the queue), and a wait for a pooled connection that times out
+  fails that call, never the transport.
 """
 
 from __future__ import annotations
@@ -47,9 +54,11 @@ from ...protocol import (
     Frame,
     InternalError,
     InvalidMessage,
+    McpError,
     Notification,
     Request,
     Response,
+    ServerOverloaded,
     coerce,
     decode,
     encode,
@@ -95,6 +104,14 @@ class HttpClientSettings:
     max_retry: float = 30.0
     #: Open the GET stream after initialization.
     open_get_stream: bool = True
+    #: Request POSTs on the wire at once; more wait their turn (in order).
+    max_request_posts: int = 64
+    #: Requests waiting for their turn; one more is answered at once with
+    #: -32001 (ServerOverloaded) instead of being queued.
+    max_queued_requests: int = 10_000
+    #: Connections of the pool beyond ``max_request_posts``: for the
+    #: notification and response POSTs, the GET stream and the DELETE.
+    spare_connections: int = 8
 
     def __attrs_post_init__(self) -> None:
         check_positive(self, numeric_fields(self))
@@ -137,6 +154,9 @@ class HttpClientStream:
         self._get_connected = trio.Event()
         self._refused_status = 0
         self.reconnects = 0
+        #: Turns on the wire for request POSTs (a FIFO: trio's semaphore is fair).
+        self._turns = trio.Semaphore(self.settings.max_request_posts)
+        self._waiting = 0
 
     # ----------------------------------------------------------- internals
 
@@ -280,6 +300,9 @@ class HttpClientStream:
                     await response.aclose()
         except trio.TooSlowError:
             raise TransportError(f"POST timed out after {self.settings.post_timeout}s") from None
+        except httpx.PoolTimeout as exc:
+            # This message could not be sent; the transport goes on.
+            raise TransportError(f"no connection to the server free in time: {describe(exc)}") from None
         except _TooLarge:
             body = b"(too large)"
         except httpx.HTTPError as exc:
@@ -306,9 +329,29 @@ class HttpClientStream:
             for ident in ids:
                 self._inflight[ident] = scope
             try:
-                await self._post_request(message, expect, mirrored)
+                if self._waiting >= self.settings.max_queued_requests and self._turns.value == 0:
+                    await self._answer_errors(
+                        expect,
+                        f"the client already has {self._waiting} requests waiting to be sent",
+                        ServerOverloaded,
+                    )
+                    return
+                self._waiting += 1
+                try:
+                    await self._turns.acquire()  # in order; cancelled with the call
+                finally:
+                    self._waiting -= 1
+                try:
+                    await self._post_request(message, expect, mirrored)
+                finally:
+                    self._turns.release()
             except _SessionExpired:
                 self._fail(TransportError("session expired"))
+            except httpx.PoolTimeout as exc:
+                # No connection free in time: this call fails, the transport goes on.
+                await self._answer_errors(
+                    expect, f"no connection to the server free in time: {describe(exc)}"
+                )
             except httpx.HTTPError as exc:
                 self._fail(TransportError(f"POST failed: {describe(exc)}"))
             except (_TooLarge, SseError) as exc:
@@ -318,9 +361,11 @@ class HttpClientStream:
                     if self._inflight.get(ident) is scope:
                         del self._inflight[ident]
 
-    async def _answer_errors(self, expect: set[int | str], text: str) -> None:
+    async def _answer_errors(
+        self, expect: set[int | str], text: str, error: type[McpError] = InternalError
+    ) -> None:
         for ident in list(expect):
-            await self._push(error_response(ident, InternalError(text)))
+            await self._push(error_response(ident, error(text)))
         expect.clear()
 
     async def _post_request(self, message: Any, expect: set[int | str], mirrored: dict[str, str]) -> None:
@@ -551,6 +596,8 @@ class HttpClientStream:
             "session_id": self.session_id,
             "protocol_version": self.protocol_version,
             "requests_in_flight": len(self._inflight),
+            "requests_posting": self.settings.max_request_posts - self._turns.value,
+            "requests_waiting": self._waiting,
             "get_stream_open": self.get_stream_open,
             "reconnects": self.reconnects,
             "received_queued": self._recv_send.statistics().current_buffer_used,
@@ -602,8 +649,10 @@ class StreamableHttpTransport:
 
     async def run(self, *, task_status: trio.TaskStatus[HttpClientStream] = trio.TASK_STATUS_IGNORED) -> None:
         own = self._http_client is None
+        pool = self.settings.max_request_posts + self.settings.spare_connections
         client = self._http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(self.settings.post_timeout, connect=self.settings.connect_timeout)
+            timeout=httpx.Timeout(self.settings.post_timeout, connect=self.settings.connect_timeout),
+            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
         )
         stream = HttpClientStream(self, client)
         self.stream = stream

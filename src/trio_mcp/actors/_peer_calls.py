@@ -1,0 +1,134 @@
+"""A peer's outbound calls: the one-slot reply a caller waits on (with its
+progress), and the helpers that shape a call's params and answer."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import outcome
+import trio
+from msgspec import UNSET, Struct
+
+from ..protocol import ErrorResponse, InternalError, Response, coerce
+
+__all__ = ["ProgressCallback"]
+
+log = logging.getLogger("trio_mcp.peer")
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+
+
+class _Reply:
+    """A one-slot reply: the read loop fills it without ever blocking.
+
+    A call made with ``on_progress`` also gets its progress notifications
+    here (bounded), so the caller runs its callback for each of them, in
+    order, before it returns the answer that followed them on the wire.
+    """
+
+    __slots__ = ("progress", "task", "value")
+
+    def __init__(self) -> None:
+        self.value: outcome.Outcome[Any] | None = None
+        self.task: trio.lowlevel.Task | None = None
+        self.progress: deque[tuple[float, Any, Any]] | None = None
+
+    def deliver(self, value: outcome.Outcome[Any]) -> None:
+        if self.value is not None:
+            return
+        self.value = value
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task, value)
+
+    def deliver_progress(self, item: tuple[float, Any, Any], limit: int) -> bool:
+        queue = self.progress
+        if queue is None or len(queue) >= limit:
+            return False
+        queue.append(item)
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task, outcome.Value(None))
+        return True
+
+    async def _park(self) -> Any:
+        self.task = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self.task = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        return await trio.lowlevel.wait_task_rescheduled(abort)
+
+    async def wait(self) -> Any:
+        if self.value is not None:
+            await trio.lowlevel.checkpoint()
+            return self.value.unwrap()
+        return await self._park()
+
+    async def wait_reporting(self, callback: ProgressCallback, name: str) -> Any:
+        queue = self.progress
+        assert queue is not None
+        while True:
+            while queue:
+                progress, total, message = queue.popleft()
+                try:
+                    await callback(progress, total, message)
+                except Exception:
+                    log.exception("%s: progress callback failed", name)
+            if self.value is not None:
+                return await self.wait()
+            # Woken with None for more progress, or handed the answer (then
+            # nothing was queued since we parked: progress would have woken us).
+            msg = await self._park()
+            if msg is not None:
+                return msg
+
+
+def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any:
+    """A call's result (decoded to ``result_type`` if given), or its error raised."""
+    if type(msg) is Response:
+        if result_type is None:
+            return msg.result
+        try:
+            return coerce(msg.result, result_type)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InternalError(f"malformed result for {method}: {exc}") from None
+    raise msg.error.to_exception()  # type: ignore[union-attr]
+
+
+def _progress_of(params: Any) -> tuple[int | str, tuple[float, Any, Any] | None] | None:
+    """(token, (progress, total, message)) of ``notifications/progress``
+    params; the item is None when ``progress`` is not a number, the whole
+    None when there is no usable token."""
+    try:
+        data = coerce(params, dict[str, Any])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    token = data.get("progressToken")
+    if type(token) is not int and type(token) is not str:
+        return None
+    progress = data.get("progress")
+    if type(progress) is not int and type(progress) is not float:
+        return token, None
+    return token, (progress, data.get("total"), data.get("message"))
+
+
+def _with_progress_token(params: Any, token: int | str) -> Any:
+    if params is UNSET or params is None:
+        return {"_meta": {"progressToken": token}}
+    if isinstance(params, dict):
+        meta = dict(params.get("_meta") or {})
+        meta["progressToken"] = token
+        return {**params, "_meta": meta}
+    if isinstance(params, Struct) and "meta" in params.__struct_fields__:
+        meta = params.meta if isinstance(params.meta, dict) else {}  # type: ignore[attr-defined]
+        return msgspec.structs.replace(params, meta={**meta, "progressToken": token})
+    data = coerce(params, dict[str, Any])
+    return _with_progress_token(data, token)

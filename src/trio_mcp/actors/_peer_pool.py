@@ -1,0 +1,301 @@
+"""A peer's handler pool: the workers that serve admitted requests (a capped
+pool, grown on demand), the in-order notification worker, the outbox of the
+read loop's own answers, and serving a request inline in its caller's task.
+
+Over a stream that can write several messages at once (``send_batch``, e.g.
+stdio), a worker does not write its answer itself: it hands it to the answer
+writer and goes on to its next request; the writer sends every answer handed
+over in one scheduling turn with one write. An answer not written yet still
+counts against the admission capacity, so a peer that does not read its
+answers cannot make them pile up.
+
+A mixin of :class:`~._peer.Peer`, which owns the state named below.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import msgspec
+import trio
+
+from .._util import describe
+from ..protocol import (
+    ErrorResponse,
+    InternalError,
+    McpError,
+    Notification,
+    Request,
+    Response,
+    error_response,
+)
+from ..transports import MessageStream, TransportClosed, TransportError
+from ..transports._base import RELATED_REQUEST
+from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _encodable, _Slot
+
+if TYPE_CHECKING:
+    from ._peer import Peer
+
+log = logging.getLogger("trio_mcp.peer")
+
+#: Where the notifications of a request served inline go (see :meth:`Peer.request`).
+NotificationSink = Callable[[Notification], Awaitable[None]]
+#: What serves a request inline: ``await serve(request, sink)`` -> its answer.
+InlineServer = Callable[[Request, NotificationSink], Awaitable[Any]]
+
+#: While a peer serves a request inline (in the caller's task): that serving
+#: peer, and the sink its notifications go to instead of its transport (the
+#: calling peer, in order, before the answer).
+_INLINE_SINK: ContextVar[tuple[Any, NotificationSink] | None] = ContextVar(
+    "trio_mcp_inline_sink", default=None
+)
+
+#: Frames one wake-up of the read loop (or requests one worker) may take
+#: without a schedule point, so a burst cannot starve other tasks.
+_DRAIN_BUDGET: Final = 32
+
+_EMPTY_RESULT: Final = msgspec.Raw(b"{}")
+
+
+class _HandlerPool:
+    """The serving half of a :class:`~._peer.Peer` (see the module doc)."""
+
+    name: str
+    stream: MessageStream
+    dispatcher: Dispatcher
+    _batches: dict[int | str, _Batch]
+    _inflight: dict[int | str, _Slot]
+    _queue_recv: trio.MemoryReceiveChannel[Request]
+    _notif_recv: trio.MemoryReceiveChannel[Notification]
+    _outbox_recv: trio.MemoryReceiveChannel[Any]
+    _late: deque[Any]
+    _workers: int
+    _idle: int
+    _running: int
+    _served: int
+    _closed_reason: str | None
+    #: Answers handed to the answer writer, not written yet (``send_batch`` streams).
+    _answers: list[Any]
+    _unwritten: int
+    _writer: trio.lowlevel.Task | None
+    _gathers: bool
+
+    async def _worker(self) -> None:
+        """Serve admitted requests one at a time.
+
+        A worker runs its requests inside one cancel scope of its own, not one
+        per request (the cheap path: cancellations are rare). A peer's
+        ``notifications/cancelled`` cancels the scope of the worker serving
+        that request; the worker then opens a fresh scope for the next one.
+        """
+        receive = self._queue_recv.receive
+        receive_nowait = self._queue_recv.receive_nowait
+        serve = self._serve
+        try:
+            while True:
+                with trio.CancelScope() as scope:
+                    streak = 0
+                    while not scope.cancel_called:
+                        try:
+                            req = receive_nowait()
+                            streak += 1
+                            if streak >= _DRAIN_BUDGET:  # stay fair to other tasks
+                                streak = 0
+                                await trio.lowlevel.checkpoint()
+                        except trio.WouldBlock:
+                            streak = 0
+                            self._idle += 1
+                            try:
+                                req = await receive()
+                            except (trio.EndOfChannel, trio.ClosedResourceError):
+                                return
+                        except (trio.EndOfChannel, trio.ClosedResourceError):
+                            return
+                        await serve(req, scope)
+                while self._late:
+                    # A cancelled request was the last of its batch: answer the rest.
+                    await self._send(self._late.popleft(), "a batch")
+        finally:
+            self._workers -= 1
+            if self._workers == 0:
+                self._wake_writer()  # it may be waiting for the last worker to go
+
+    async def _serve(self, req: Request, scope: trio.CancelScope) -> None:
+        """Serve one request inside its worker's ``scope`` (cancelled by the peer's
+        ``notifications/cancelled``: Cancelled then propagates to the worker)."""
+        ident = req.id
+        slot = self._inflight.get(ident)
+        if slot is None or slot.cancelled:
+            self._inflight.pop(ident, None)
+            last = self._settle(ident, None)
+            if last is not None:
+                await self._send(last, "a batch")  # the rest of its batch
+            return
+        self._running += 1
+        # The handler's messages (and the response) relate to this request;
+        # each worker serves one request at a time, so no reset is needed.
+        RELATED_REQUEST.set(ident)
+        reply: Any = None
+        slot.scope = scope
+        try:
+            if req.method == "ping":
+                result = _EMPTY_RESULT
+            else:
+                result = await self.dispatcher.handle_request(InboundRequest(cast("Peer", self), req))
+            reply = Response(id=ident, result=result)
+        except Exception as exc:
+            reply = self._error_answer(req, exc)
+        except BaseExceptionGroup as group:
+            # Errors raised together with Cancelled (a handler's nursery whose
+            # cleanup failed while it was being cancelled). Let only the
+            # Cancelled part reach the worker's scope: the errors would go on
+            # past it and end the whole session.
+            errors, rest = group.split(Exception)
+            if errors is None or rest is None:
+                raise
+            log.error("%s: handler for %s failed while cancelled", self.name, req.method, exc_info=errors)
+            raise rest from None
+        finally:
+            self._running -= 1
+            slot.scope = None
+            self._inflight.pop(ident, None)
+            if reply is None or slot.cancelled:
+                # A cancelled request is never answered (the rest of its batch is).
+                last = self._settle(ident, None)
+                if last is not None:
+                    self._late.append(last)  # sent by the worker, out of the cancelled scope
+        if slot.cancelled or reply is None:
+            return
+        self._served += 1
+        out = self._settle(ident, reply)
+        if out is None:
+            return  # its batch is answered when the last of it is done
+        if self._gathers:
+            self._hand_over(out)
+        else:
+            await self._send(out, req.method)
+
+    def _hand_over(self, out: Any) -> None:
+        """Give an answer to the answer writer (see the module doc)."""
+        self._answers.append(out)
+        self._unwritten += 1
+        self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        writer = self._writer
+        if writer is not None:
+            self._writer = None
+            trio.lowlevel.reschedule(writer)
+
+    async def _answer_writer(self) -> None:
+        """Write the answers handed over, each scheduling turn's with one write;
+        return once the peer is shut and its last worker is gone."""
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._writer = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        send_batch = self.stream.send_batch  # type: ignore[attr-defined]
+        while True:
+            if not self._answers:
+                if self._closed_reason is not None and self._workers == 0:
+                    return
+                self._writer = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(abort)
+            batch, self._answers = self._answers, []
+            try:
+                await send_batch(batch)
+            except TransportError:
+                return  # the read loop sees the broken transport and shuts down
+            except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+                # One of them cannot be encoded: each on its own (the culprit
+                # becomes a -32603 answer, see _send).
+                for out in batch:
+                    await self._send(out, "a request")
+            finally:
+                self._unwritten -= len(batch)
+
+    async def _send(self, out: Any, what: str) -> None:
+        """Send a worker's answer (or a batch's array of them)."""
+        try:
+            await self.stream.send(out)
+        except TransportError:
+            pass  # the read loop sees the broken transport and shuts down
+        except Exception as exc:
+            # The transport could not encode the answer (the handler returned
+            # something the codec cannot write): answer -32603 rather than
+            # let one handler's result take the whole session down.
+            log.exception("%s: could not send the answer to %s", self.name, what)
+            fallback = _encodable(out, f"could not encode the answer to {what}: {describe(exc)}")
+            try:
+                await self.stream.send(fallback)
+            except TransportError:
+                pass
+
+    def _error_answer(self, req: Request, exc: Exception) -> ErrorResponse:
+        """The answer to ``req`` whose handler raised ``exc``: its own error,
+        or -32603 for anything unexpected (logged)."""
+        if isinstance(exc, McpError):
+            return error_response(req.id, exc)
+        log.error("%s: handler for %s failed", self.name, req.method, exc_info=exc)
+        return error_response(req.id, InternalError(describe(exc)))
+
+    async def serve_inline(self, req: Request, sink: NotificationSink) -> Response | ErrorResponse:
+        """Serve ``req`` in the calling task and return its answer: the same
+        dispatcher and error mapping as a worker, the caller's cancel scope
+        instead of the worker's; what the handler notifies goes to ``sink``, in
+        order, instead of the transport. For requests that depend on no earlier
+        message (the stateless era): an inline in-memory pair (see
+        :meth:`request`), or a Streamable HTTP request served in its own ASGI
+        task. Raises :class:`TransportClosed` once the peer is closed."""
+        if self._closed_reason is not None:
+            raise TransportClosed(self._closed_reason)
+        self._running += 1
+        token = _INLINE_SINK.set((self, sink))
+        related = RELATED_REQUEST.set(req.id)  # as a worker does: what the handler sends relates to it
+        try:
+            if req.method == "ping":
+                result: Any = _EMPTY_RESULT
+            else:
+                result = await self.dispatcher.handle_request(InboundRequest(cast("Peer", self), req))
+            reply: Response | ErrorResponse = Response(id=req.id, result=result)
+        except Exception as exc:
+            reply = self._error_answer(req, exc)
+        finally:
+            RELATED_REQUEST.reset(related)
+            _INLINE_SINK.reset(token)
+            self._running -= 1
+        self._served += 1
+        return reply
+
+    async def _notification_loop(self) -> None:
+        async for note in self._notif_recv:
+            try:
+                await self.dispatcher.handle_notification(note.method, note.params)
+            except Exception:
+                log.exception("%s: notification handler for %s failed", self.name, note.method)
+
+    async def _outbox_loop(self) -> None:
+        async for msg in self._outbox_recv:
+            try:
+                await self.stream.send(msg)
+            except TransportError:
+                return
+
+    def _settle(self, ident: int | str, reply: Any) -> Any:
+        """What to send now for request ``ident`` finishing with ``reply``
+        (None: no answer): the reply itself, nothing (None) while the rest of
+        its batch runs, or the batch's whole array once this was its last."""
+        batch = self._batches.pop(ident, None)
+        if batch is None:
+            return reply
+        batch.waiting.discard(ident)
+        if reply is not None:
+            batch.replies.append(reply)
+        if batch.waiting or not batch.replies:
+            return None
+        return batch.replies
