@@ -324,7 +324,7 @@ class Gateway(LowLevelServer):
 
     def status(self) -> dict[str, Any]:
         """Each server's state, as JSON-able builtins: ``state`` (connected,
-        starting, down, reconnecting, failed), ``pid`` or ``url``, ``uptime``
+        starting, down, reconnecting, failed) and ``connected``, ``pid`` or ``url``, ``uptime``
         (seconds), ``restarts``, ``last_error`` and the ``tools`` it exposes;
         ``ready`` is true when every configured server is connected."""
         servers: dict[str, Any] = {}
@@ -334,6 +334,7 @@ class Gateway(LowLevelServer):
             uptime = conn.uptime
             info: dict[str, Any] = {
                 "state": conn.state,
+                "connected": conn.connected,
                 "transport": "stdio" if isinstance(entry, StdioEntry) else getattr(entry, "transport", None),
                 "uptime": None if uptime is None else round(uptime, 3),
                 "restarts": conn.restarts,
