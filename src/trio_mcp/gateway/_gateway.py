@@ -415,15 +415,16 @@ class Gateway(LowLevelServer):
         arguments = b"" if params.arguments is UNSET else b',"arguments":' + bytes(params.arguments)
         forwarded = msgspec.Raw(b'{"name":' + _encode(tool) + arguments + b"}")
         on_progress = ctx.report_progress if ctx.progress_token is not None else None
+        timeout = self._timeout(server)
+        # _forward's logic, inlined on this hot path; a failure is an isError
+        # result (the model reads it and may retry later).
         try:
-            return await self._forward(
-                server,
-                f"tools/call {public!r}",
-                lambda: conn.forward("tools/call", forwarded, on_progress=on_progress),
-            )
-        except ServerUnavailable as exc:
-            # An isError result: the model reads it and may retry later.
-            return CallToolResult(content=[TextContent(text=exc.message)], is_error=True)
+            with trio.move_on_after(timeout):
+                return await conn.forward("tools/call", forwarded, on_progress=on_progress)
+            text = f"server {server!r} did not answer tools/call {public!r} within {timeout} s"
+        except ConnectionClosed as exc:
+            text = f"server {server!r} is unavailable: {exc.message}"
+        return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
     async def _get_prompt(self, ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:
         server, name = self._route("prompt", params.name)
