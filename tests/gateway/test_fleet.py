@@ -34,6 +34,7 @@ from trio_mcp.gateway import STATUS_URI, Gateway, open_gateway
 from trio_mcp.protocol import InvalidParams, McpError
 from trio_mcp.serving.http import HttpServer
 from trio_mcp.testing import connected
+from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
 
 __all__ = ["processes"]
 
