@@ -152,6 +152,7 @@ async def _serve(args: argparse.Namespace, config: Any, inputs: dict[str, str], 
             names = ", ".join(gateway.failed)
             print(f"trio-mcp: gateway: could not start (retrying with backoff): {names}", file=sys.stderr)
         fleet = gateway.fleet
+        assert fleet is not None  # open_gateway sets it
         on_hup(fleet.request_reload)
         async with trio.open_nursery() as nursery:
             # SIGHUP asks the watcher for a reload; --no-watch only makes it wait longer.

@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -93,6 +93,9 @@ from ..server._lowlevel import LowLevelServer, paginate
 from ..server._uri_template import UriTemplate
 from ..supervision import Backoff
 from ._config import Filter, Filters, ServerEntry, StdioEntry
+
+if TYPE_CHECKING:
+    from ._fleet import Fleet
 
 __all__ = [
     "GATEWAY_SETTINGS",
@@ -204,7 +207,7 @@ class Gateway(LowLevelServer):
         self.request_timeout = request_timeout
         self.order = order
         #: The :class:`Fleet` that started the servers (set by ``open_gateway``).
-        self.fleet: Any = None
+        self.fleet: Fleet | None = None
         self.entries: dict[str, ServerEntry] = {e.name: e for e in entries}
         #: Servers whose first start failed, with the reason (they are retried).
         self.failed: dict[str, str] = {}
