@@ -199,7 +199,7 @@ def test_each_entry_makes_fresh_transports_of_its_kind() -> None:
 
 def test_the_readme_example_parses() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### A gateway over an `mcpServers` file", 1)[1]
+    section = readme.split("### A gateway over a host's configuration file", 1)[1]
     example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
     config = parse_config(example, environ={"TOKEN": "t"})
     assert config.names == ("demo", "files", "remote", "legacy") and config.disabled == ("off",)

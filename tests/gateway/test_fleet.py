@@ -23,14 +23,18 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from msgspec import Raw
+from msgspec.json import decode
 from tests.connections.test_faults_stdio import FAST
 from tests.gateway.test_dialects import PROBE, remote_app
 from tests.gateway.test_gateway import STDIO, children, processes, wait_gone
 
+from trio_mcp.actors._connection import Connection
 from trio_mcp.gateway import STATUS_URI, Gateway, open_gateway
 from trio_mcp.protocol import InvalidParams, McpError
-from trio_mcp.testing import connected
 from trio_mcp.serving.http import HttpServer
+from trio_mcp.testing import connected
+from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
 
 __all__ = ["processes"]
 
@@ -315,4 +319,27 @@ async def test_prompt_and_resource_filters_hide_and_refuse(processes: set[int]) 
                 assert (await client.read_resource("gateway://p/probe://item/7")).contents[0].text == "item 7"
                 with pytest.raises(McpError, match="Resource not found"):
                     await client.read_resource("gateway://p/probe://private")
+    assert await wait_gone(processes) == set()
+
+
+# ------------------------------------------------------------- forwarding
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+async def test_a_forwarded_call_passes_raw_json_both_ways_in_either_era(
+    era: str, processes: set[int]
+) -> None:
+    params = StdioServerParameters(command=PY, args=(PROBE,), name="probe", **STDIO)
+    conn = Connection(lambda: StdioTransport(params), name="probe", settings=FOREVER, era=era)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(conn.run)
+            await conn.wait_connected()
+            processes.update(children(os.getpid()))
+            session = await conn.session()
+            assert session.era == era
+            answer = await conn.forward("tools/call", Raw(b'{"name":"env","arguments":{"name":"HOME"}}'))
+            assert type(answer) is Raw  # undecoded: what the server sent
+            assert decode(answer)["content"][0]["text"] == os.environ.get("HOME", "")
+            nursery.cancel_scope.cancel()
     assert await wait_gone(processes) == set()

@@ -254,8 +254,8 @@ class Connection:
             esc = group.subgroup(SupervisorEscalation)
             if esc is None:
                 raise
-            exc = esc.exceptions[0]
-            reason = _describe(exc.__cause__ or exc)
+            first = esc.exceptions[0]
+            reason = _describe(first.__cause__ or first)
             self._give_up(reason)
             raise ConnectionClosed(f"{self.name}: gave up: {reason}") from None
         finally:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import attrs
 import trio
@@ -237,7 +237,8 @@ class Host:
 
             with scope:
                 try:
-                    await connection.run(task_status=_Reporter(report))
+                    reporter = cast("trio.TaskStatus[Connection]", _Reporter(report))
+                    await connection.run(task_status=reporter)
                 except ConnectionClosed as exc:
                     if not started:
                         raise  # a start failure: add_server raises it

@@ -102,15 +102,19 @@ def run_gateway_command(args: argparse.Namespace) -> int:
     return run_until_signal(lambda on_hup: _serve(args, config, inputs, on_hup))
 
 
-def run_until_signal(main: Callable[[Callable[[], None] | None], Awaitable[None]]) -> int:
+#: ``on_hup(handler)``: have ``handler()`` run at each SIGHUP.
+OnHup = Callable[[Callable[[], None]], None]
+
+
+def run_until_signal(main: Callable[[OnHup], Awaitable[None]]) -> int:
     """``trio.run(main)`` until it returns or SIGTERM/SIGINT arrives; a signal
     cancels ``main`` (so every server it started stops gracefully) and gives
-    the status of :data:`EXIT_ON`. ``main`` gets a callable to register its
-    SIGHUP handler with (None where there is no SIGHUP)."""
+    the status of :data:`EXIT_ON`. ``main`` gets an :data:`OnHup` to register
+    its SIGHUP handlers with."""
     return trio.run(_until_signal, main)
 
 
-async def _until_signal(main: Callable[[Any], Awaitable[None]]) -> int:
+async def _until_signal(main: Callable[[OnHup], Awaitable[None]]) -> int:
     hup: list[Callable[[], None]] = []
     wanted = [signal.SIGTERM, signal.SIGINT]
     if hasattr(signal, "SIGHUP"):
@@ -134,9 +138,7 @@ async def _until_signal(main: Callable[[Any], Awaitable[None]]) -> int:
     return status
 
 
-async def _serve(
-    args: argparse.Namespace, config: Any, inputs: dict[str, str], on_hup: Callable[[Any], None]
-) -> None:
+async def _serve(args: argparse.Namespace, config: Any, inputs: dict[str, str], on_hup: OnHup) -> None:
     from ..gateway import load_config, open_gateway
     from ._serve import ServeOptions, gateway_readiness, serve
 
@@ -150,6 +152,7 @@ async def _serve(
             names = ", ".join(gateway.failed)
             print(f"trio-mcp: gateway: could not start (retrying with backoff): {names}", file=sys.stderr)
         fleet = gateway.fleet
+        assert fleet is not None  # open_gateway sets it
         on_hup(fleet.request_reload)
         async with trio.open_nursery() as nursery:
             # SIGHUP asks the watcher for a reload; --no-watch only makes it wait longer.

@@ -170,15 +170,15 @@ class StdioEntry:
         ``params`` go to :class:`StdioServerParameters` (``close_grace``…)."""
         from ..transports.stdio import StdioServerParameters, StdioTransport
 
-        server = StdioServerParameters(
-            command=self.command,
-            args=self.args,
-            env=dict(self.env),
-            cwd=self.cwd,
-            inherit_env=self.inherit_env,
-            name=self.name,
-            **params,
-        )
+        fields: dict[str, Any] = {
+            "command": self.command,
+            "args": self.args,
+            "env": dict(self.env),
+            "cwd": self.cwd,
+            "inherit_env": self.inherit_env,
+            "name": self.name,
+        }
+        server = StdioServerParameters(**fields, **params)
         return lambda: StdioTransport(server)
 
     def describe(self) -> str:

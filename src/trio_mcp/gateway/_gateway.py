@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -93,6 +93,9 @@ from ..server._lowlevel import LowLevelServer, paginate
 from ..server._uri_template import UriTemplate
 from ..supervision import Backoff
 from ._config import Filter, Filters, ServerEntry, StdioEntry
+
+if TYPE_CHECKING:
+    from ._fleet import Fleet
 
 __all__ = [
     "GATEWAY_SETTINGS",
@@ -204,7 +207,7 @@ class Gateway(LowLevelServer):
         self.request_timeout = request_timeout
         self.order = order
         #: The :class:`Fleet` that started the servers (set by ``open_gateway``).
-        self.fleet: Any = None
+        self.fleet: Fleet | None = None
         self.entries: dict[str, ServerEntry] = {e.name: e for e in entries}
         #: Servers whose first start failed, with the reason (they are retried).
         self.failed: dict[str, str] = {}
@@ -324,7 +327,7 @@ class Gateway(LowLevelServer):
 
     def status(self) -> dict[str, Any]:
         """Each server's state, as JSON-able builtins: ``state`` (connected,
-        starting, down, reconnecting, failed), ``pid`` or ``url``, ``uptime``
+        starting, down, reconnecting, failed) and ``connected``, ``pid`` or ``url``, ``uptime``
         (seconds), ``restarts``, ``last_error`` and the ``tools`` it exposes;
         ``ready`` is true when every configured server is connected."""
         servers: dict[str, Any] = {}
@@ -334,6 +337,7 @@ class Gateway(LowLevelServer):
             uptime = conn.uptime
             info: dict[str, Any] = {
                 "state": conn.state,
+                "connected": conn.connected,
                 "transport": "stdio" if isinstance(entry, StdioEntry) else getattr(entry, "transport", None),
                 "uptime": None if uptime is None else round(uptime, 3),
                 "restarts": conn.restarts,
@@ -414,15 +418,16 @@ class Gateway(LowLevelServer):
         arguments = b"" if params.arguments is UNSET else b',"arguments":' + bytes(params.arguments)
         forwarded = msgspec.Raw(b'{"name":' + _encode(tool) + arguments + b"}")
         on_progress = ctx.report_progress if ctx.progress_token is not None else None
+        timeout = self._timeout(server)
+        # _forward's logic, inlined on this hot path; a failure is an isError
+        # result (the model reads it and may retry later).
         try:
-            return await self._forward(
-                server,
-                f"tools/call {public!r}",
-                lambda: conn.forward("tools/call", forwarded, on_progress=on_progress),
-            )
-        except ServerUnavailable as exc:
-            # An isError result: the model reads it and may retry later.
-            return CallToolResult(content=[TextContent(text=exc.message)], is_error=True)
+            with trio.move_on_after(timeout):
+                return await conn.forward("tools/call", forwarded, on_progress=on_progress)
+            text = f"server {server!r} did not answer tools/call {public!r} within {timeout} s"
+        except ConnectionClosed as exc:
+            text = f"server {server!r} is unavailable: {exc.message}"
+        return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
     async def _get_prompt(self, ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:
         server, name = self._route("prompt", params.name)
