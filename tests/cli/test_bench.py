@@ -210,7 +210,7 @@ def test_a_scenario_file_with_a_data_file(tmp_path: Path) -> None:
     assert counts == {"call get_weather": 200, "read demo://greeting/{name}": 100, "list prompts": 100}
     assert report["ok"] == 400
     assert report["thresholds"] == [
-        {"threshold": "call get_weather:error_rate<1%", "actual": 0.0, "passed": True}
+        {"threshold": "call get_weather:error_rate<1%", "actual": 0.0, "shown": "0%", "passed": True}
     ]
 
 

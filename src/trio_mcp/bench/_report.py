@@ -11,7 +11,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
 
 from ._stats import Aggregate, _OpTotals, percentiles
-from ._thresholds import evaluate, parse_threshold
+from ._thresholds import evaluate, ms, parse_threshold
 
 __all__ = ["build_report", "compare_reports", "format_compare", "format_summary"]
 
@@ -124,15 +124,6 @@ def for_json(report: Mapping[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ text
 
 
-def ms(us: float) -> str:
-    """A latency in µs, readably."""
-    if us >= 1_000_000:
-        return f"{us / 1_000_000:.2f} s"
-    if us >= 1000:
-        return f"{us / 1000:.2f} ms"
-    return f"{us:.0f} µs"
-
-
 def _spectrum(f: Mapping[str, Any]) -> list[str]:
     lines = ["  percentile spectrum (corrected latency):"]
     for p, v in f["spectrum_us"]:
@@ -214,7 +205,7 @@ def format_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"  stopped early: {report['stopped']}")
     for v in report["thresholds"]:
         mark = "✓" if v["passed"] else "✗"
-        why = v.get("why") or (f"actual {v['actual']:g}" if v["actual"] is not None else "")
+        why = v.get("why") or f"actual {v['shown']}"
         lines.append(f"  threshold {mark} {v['threshold']}  ({why})")
     return "\n".join(lines)
 

@@ -301,6 +301,7 @@ class Aggregate:
         return {
             "index": p.index,
             "seconds": round(p.seconds, 3),
+            "width": round(width, 3),
             "calls": calls,
             "calls_per_s": round(calls / width, 1),
             "ok": p.ok,
