@@ -214,3 +214,10 @@ def test_compare_gives_ratios_per_figure() -> None:
     by = {(r["scope"], r["figure"]): r["ratio"] for r in rows}
     assert by[("all", "calls/s")] == 2.5 and by[("call x", "p99")] == 0.5
     assert by[("all", "error rate")] is None  # 0 → 0: no ratio
+
+
+def test_the_public_names_are_importable_and_documented() -> None:
+    from trio_mcp import bench
+
+    for name in bench.__all__:
+        assert (getattr(bench, name).__doc__ or "").strip(), name

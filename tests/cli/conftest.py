@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,12 @@ EXAMPLE = str(ROOT / "examples" / "everything_server.py")
 CLI = [sys.executable, "-m", "trio_mcp.cli"]
 
 
-@pytest.fixture
-def http_url() -> Iterator[str]:
-    """``trio-mcp run examples/everything_server.py -t http --port 0``: its URL;
-    the process (group) is stopped afterwards, SIGKILL if SIGTERM is not enough."""
+@contextmanager
+def serving_example(transport: str) -> Iterator[str]:
+    """``trio-mcp run examples/everything_server.py -t TRANSPORT --port 0``: its
+    URL; the process (group) is stopped afterwards, SIGKILL if SIGTERM is not enough."""
     server = subprocess.Popen(
-        [*CLI, "run", EXAMPLE, "-t", "http", "--port", "0"],
+        [*CLI, "run", EXAMPLE, "-t", transport, "--port", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -30,8 +31,8 @@ def http_url() -> Iterator[str]:
     )
     try:
         assert server.stderr is not None
-        line = server.stderr.readline()  # "serving … at http://127.0.0.1:PORT/mcp"
-        assert "serving" in line and "http://127.0.0.1:" in line, line
+        line = server.stderr.readline()  # "serving … at URL"
+        assert "serving" in line and "://127.0.0.1:" in line, line
         yield line.strip().rsplit(" ", 1)[-1]
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -40,3 +41,10 @@ def http_url() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=10)
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    """The everything example served over Streamable HTTP: its URL."""
+    with serving_example("http") as url:
+        yield url

@@ -12,8 +12,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
 
-from ._report import ms
 from ._stats import percentiles
+from ._thresholds import ms
 
 __all__ = ["percentile_curve", "render_html", "write_html"]
 
@@ -195,6 +195,7 @@ def _row(cells: Sequence[str], tag: str = "td") -> str:
 
 
 def render_html(report: Mapping[str, Any]) -> str:
+    """The report as one self-contained HTML page with its charts."""
     s = report["settings"]
     model = f"{s['rate']:g} calls/s (open)" if s["model"] == "open" else f"{s['callers']:g} callers (closed)"
     if s.get("stages"):
@@ -243,4 +244,5 @@ def render_html(report: Mapping[str, Any]) -> str:
 
 
 def write_html(report: Mapping[str, Any], path: str | Path) -> None:
+    """Write :func:`render_html` to ``path``."""
     Path(path).write_text(render_html(report), encoding="utf-8")

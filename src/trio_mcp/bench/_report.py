@@ -153,6 +153,7 @@ def terminal_histogram(encoded: str, rows: int = HISTOGRAM_ROWS) -> list[str]:
 
 
 def format_summary(report: Mapping[str, Any]) -> str:
+    """The end-of-run text: figures, spectrum, histogram, events, thresholds."""
     s = report["settings"]
     total = report["total"]
     model = f"{s['rate']:g} calls/s (open model)" if s["model"] == "open" else f"{s['callers']:g} callers"
@@ -248,6 +249,7 @@ def compare_reports(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str
 
 
 def format_compare(rows: list[dict[str, Any]], a_name: str, b_name: str) -> str:
+    """The rows of :func:`compare_reports` as a table."""
     lines = [f"{'':<24} {'figure':<11} {'A':>12} {'B':>12} {'B/A':>8}", f"A = {a_name}", f"B = {b_name}"]
     lines = lines[1:] + lines[:1]
     for r in rows:

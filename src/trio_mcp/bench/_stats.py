@@ -120,6 +120,8 @@ class OpTick(msgspec.Struct, kw_only=True):
 
 
 class Tick(msgspec.Struct, kw_only=True, tag=True):
+    """What one worker measured in one interval (histograms encoded)."""
+
     worker: int = 0
     index: int
     #: End of the interval, seconds since the measured phase began (negative: warm-up).

@@ -35,6 +35,8 @@ class ThresholdError(ValueError):
 
 @attrs.frozen
 class Threshold:
+    """One pass/fail criterion, parsed."""
+
     text: str
     #: The operation it applies to (None: the whole run).
     operation: str | None
@@ -45,6 +47,7 @@ class Threshold:
 
 
 def parse_threshold(text: str) -> Threshold:
+    """``[OPERATION:]METRIC<op>VALUE[unit]``; :class:`ThresholdError` when unreadable."""
     m = re.fullmatch(
         r"\s*(?:(?P<op>.+):)?(?P<metric>[a-z_0-9.]+)\s*(?P<cmp><=|>=|<|>)\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>[a-zµ%]*)\s*",
         text,
