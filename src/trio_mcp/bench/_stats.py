@@ -214,7 +214,7 @@ class _Pending:
     def __init__(self, index: int) -> None:
         self.index = index
         self.seconds = 0.0
-        self.reports = 0
+        self.reporters: set[int] = set()
         self.in_flight = 0
         self.late = 0
         self.ok = 0
@@ -263,7 +263,7 @@ class Aggregate:
         pending = self._pending.get(tick.index)
         if pending is None:
             pending = self._pending[tick.index] = _Pending(tick.index)
-        pending.reports += 1
+        pending.reporters.add(tick.worker)
         pending.seconds = max(pending.seconds, tick.seconds)
         pending.in_flight += tick.in_flight
         pending.late += tick.late
@@ -284,11 +284,10 @@ class Aggregate:
         self._complete()
 
     def _complete(self) -> None:
-        needed = self.workers - len(self._finished)
         for index in sorted(self._pending):
             pending = self._pending[index]
-            if pending.reports < needed and needed > 0:
-                break
+            if len(pending.reporters | self._finished) < self.workers:
+                break  # a worker still running has not reported it yet
             del self._pending[index]
             self.intervals.append(self._figures(pending))
 
