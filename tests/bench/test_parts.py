@@ -214,3 +214,22 @@ def test_compare_gives_ratios_per_figure() -> None:
     by = {(r["scope"], r["figure"]): r["ratio"] for r in rows}
     assert by[("all", "calls/s")] == 2.5 and by[("call x", "p99")] == 0.5
     assert by[("all", "error rate")] is None  # 0 → 0: no ratio
+
+
+def test_the_public_names_are_importable_and_documented() -> None:
+    from trio_mcp import bench
+
+    for name in bench.__all__:
+        assert (getattr(bench, name).__doc__ or "").strip(), name
+
+
+def test_a_finished_worker_does_not_complete_an_interval_another_still_owes() -> None:
+    agg = Aggregate(workers=2)
+    op = OpRecorder()
+    op.record("ok", 10, 10)
+    agg.add(Tick(worker=0, index=3, seconds=2.5, ops={"op": op.drain()}))
+    agg.worker_done(0)
+    assert agg.intervals == []  # worker 1 has not sent its interval 3
+    op.record("ok", 10, 10)
+    agg.add(Tick(worker=1, index=3, seconds=2.6, ops={"op": op.drain()}))
+    assert [(i["index"], i["calls"]) for i in agg.intervals] == [(3, 2)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -13,12 +14,12 @@ from ._procs import EXAMPLE, ROOT, stop_group
 CLI = [sys.executable, "-m", "trio_mcp.cli"]
 
 
-@pytest.fixture
-def http_url() -> Iterator[str]:
-    """``trio-mcp run examples/everything_server.py -t http --port 0``: its URL;
-    the process (group) is stopped afterwards, SIGKILL if SIGTERM is not enough."""
+@contextmanager
+def serving_example(transport: str) -> Iterator[str]:
+    """``trio-mcp run examples/everything_server.py -t TRANSPORT --port 0``: its
+    URL; the process (group) is stopped afterwards, SIGKILL if SIGTERM is not enough."""
     server = subprocess.Popen(
-        [*CLI, "run", EXAMPLE, "-t", "http", "--port", "0"],
+        [*CLI, "run", EXAMPLE, "-t", transport, "--port", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -27,8 +28,15 @@ def http_url() -> Iterator[str]:
     )
     try:
         assert server.stderr is not None
-        line = server.stderr.readline()  # "serving … at http://127.0.0.1:PORT/mcp"
-        assert "serving" in line and "http://127.0.0.1:" in line, line
+        line = server.stderr.readline()  # "serving … at URL"
+        assert "serving" in line and "://127.0.0.1:" in line, line
         yield line.strip().rsplit(" ", 1)[-1]
     finally:
         stop_group(server)
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    """The everything example served over Streamable HTTP: its URL."""
+    with serving_example("http") as url:
+        yield url

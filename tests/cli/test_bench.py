@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CLI, EXAMPLE, ROOT
+from .conftest import CLI, EXAMPLE, ROOT, serving_example
 
 RUN_TIMEOUT = 120
 
@@ -31,28 +31,9 @@ def stdio(*extra: str) -> list[str]:
 
 @pytest.fixture(params=["http", "sse", "ws"])
 def served_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The everything example served over each network transport; its URL.
-    The process group is stopped afterwards (SIGKILL if SIGTERM is not enough)."""
-    server = subprocess.Popen(
-        [*CLI, "run", EXAMPLE, "-t", request.param, "--port", "0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        start_new_session=True,
-    )
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()  # "serving … at URL"
-        assert "serving" in line and "://127.0.0.1:" in line, line
-        yield line.strip().rsplit(" ", 1)[-1]
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
+    """The everything example served over each network transport: its URL."""
+    with serving_example(request.param) as url:
+        yield url
 
 
 def test_bench_a_stdio_server_as_json() -> None:
@@ -210,7 +191,7 @@ def test_a_scenario_file_with_a_data_file(tmp_path: Path) -> None:
     assert counts == {"call get_weather": 200, "read demo://greeting/{name}": 100, "list prompts": 100}
     assert report["ok"] == 400
     assert report["thresholds"] == [
-        {"threshold": "call get_weather:error_rate<1%", "actual": 0.0, "passed": True}
+        {"threshold": "call get_weather:error_rate<1%", "actual": 0.0, "shown": "0%", "passed": True}
     ]
 
 

@@ -45,6 +45,8 @@ Emit = Callable[[Any], None]
 
 
 class Setup(msgspec.Struct, kw_only=True, tag=True):
+    """A worker's sessions are open (or failed to open): the run can start."""
+
     worker: int = 0
     #: Seconds each opened session took (connect + initialize or discover).
     opened: list[float] = []
@@ -55,6 +57,8 @@ class Setup(msgspec.Struct, kw_only=True, tag=True):
 
 
 class SessionLost(msgspec.Struct, kw_only=True, tag=True):
+    """A session's connection closed during the run."""
+
     worker: int = 0
     session: int
     #: Seconds since the measured phase began (negative: during the warm-up).
@@ -65,6 +69,8 @@ class SessionLost(msgspec.Struct, kw_only=True, tag=True):
 
 
 class End(msgspec.Struct, kw_only=True, tag=True):
+    """A worker's run is over; nothing follows."""
+
     worker: int = 0
     #: Length of the measured phase, seconds.
     seconds: float
@@ -81,6 +87,12 @@ class _Slot:
     client: Any = None
     alive: bool = False
     release: trio.Event = attrs.Factory(trio.Event)
+
+
+def _first_leaf(group: BaseException) -> BaseException:
+    while isinstance(group, BaseExceptionGroup) and group.exceptions:
+        group = group.exceptions[0]
+    return group
 
 
 def _us(seconds: float) -> int:
@@ -324,7 +336,9 @@ async def run_load(
                 if settled == plan.sessions:
                     all_settled.set()
                 await slot.release.wait()
-        except Exception as exc:  # noqa: BLE001 - any failure of one session is reported, not raised
+        except* Exception as group:  # noqa: BLE001 - a session's failure is reported, not raised
+            # (a transport's failure may arrive beside the teardown's Cancelled: except*)
+            exc = _first_leaf(group)
             if slot.client is None:
                 setup.failures.append(f"session {slot.index}: {exc}")
                 settled += 1

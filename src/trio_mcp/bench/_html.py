@@ -12,8 +12,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
 
-from ._report import ms
 from ._stats import percentiles
+from ._thresholds import ms
 
 __all__ = ["percentile_curve", "render_html", "write_html"]
 
@@ -41,7 +41,6 @@ def svg_chart(
     x_label: str,
     y_format: Callable[[float], str],
     x_ticks: Sequence[tuple[float, str]] | None = None,
-    x_format: Callable[[float], str] = lambda v: f"{v:g}",
 ) -> str:
     """A line chart as an SVG element (axes, grid, one polyline per series)."""
     xs = [x for _, pts, _ in series for x, _ in pts]
@@ -71,11 +70,7 @@ def svg_chart(
         out.append(
             f'<text x="{_PAD_L - 6}" y="{sy(y) + 4:.1f}" class="tick" text-anchor="end">{y_format(y)}</text>'
         )
-    ticks = (
-        x_ticks
-        if x_ticks is not None
-        else [(x0 + (x1 - x0) * i / 5, x_format(x0 + (x1 - x0) * i / 5)) for i in range(6)]
-    )
+    ticks = x_ticks if x_ticks is not None else _time_ticks(x0, x1)
     for x, label in ticks:
         if x0 <= x <= x1:
             out.append(
@@ -105,6 +100,14 @@ def svg_chart(
     return "\n".join(out)
 
 
+def _time_ticks(x0: float, x1: float) -> list[tuple[float, str]]:
+    """About six round ticks between ``x0`` and ``x1``."""
+    step = _nice_max((x1 - x0) / 6)
+    first = math.ceil(x0 / step) * step
+    count = int((x1 - first) / step + 1e-9) + 1
+    return [(first + i * step, f"{first + i * step:g}") for i in range(count)]
+
+
 #: Percentile positions of the distribution chart: x = log10(1 / (1 - p)).
 _NINES = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
 
@@ -125,6 +128,10 @@ def _latency_axis(us: float) -> str:
 
 def charts(report: Mapping[str, Any]) -> list[str]:
     intervals = report["intervals"]
+    # a last interval shorter than half of one (the run's tail) would show a
+    # misleading rate: the charts leave it out (the figures keep it)
+    if len(intervals) > 1 and intervals[-1]["width"] < report["settings"]["interval"] / 2:
+        intervals = intervals[:-1]
     open_model = report["settings"]["model"] == "open"
     t = [i["seconds"] for i in intervals]
 
@@ -171,7 +178,7 @@ def charts(report: Mapping[str, Any]) -> list[str]:
 
 
 _CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 900px; color: #111827; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; padding: 0 16px; max-width: 900px; color: #111827; }
 h1 { font-size: 20px; margin-bottom: 4px; } .sub { color: #4b5563; margin-top: 0; }
 table { border-collapse: collapse; margin: 12px 0; } td, th { padding: 3px 10px; text-align: right; }
 th { background: #f3f4f6; } td:first-child, th:first-child { text-align: left; }
@@ -188,6 +195,7 @@ def _row(cells: Sequence[str], tag: str = "td") -> str:
 
 
 def render_html(report: Mapping[str, Any]) -> str:
+    """The report as one self-contained HTML page with its charts."""
     s = report["settings"]
     model = f"{s['rate']:g} calls/s (open)" if s["model"] == "open" else f"{s['callers']:g} callers (closed)"
     if s.get("stages"):
@@ -236,4 +244,5 @@ def render_html(report: Mapping[str, Any]) -> str:
 
 
 def write_html(report: Mapping[str, Any], path: str | Path) -> None:
+    """Write :func:`render_html` to ``path``."""
     Path(path).write_text(render_html(report), encoding="utf-8")

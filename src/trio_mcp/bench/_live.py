@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from ._report import ms
 from ._stats import Aggregate
+from ._thresholds import ms
 
 __all__ = ["LiveDisplay"]
 

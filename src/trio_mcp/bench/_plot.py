@@ -21,6 +21,8 @@ def write_plot(report: Mapping[str, Any], path: str | Path) -> None:
     import matplotlib.pyplot as plt
 
     intervals = report["intervals"]
+    if len(intervals) > 1 and intervals[-1]["width"] < report["settings"]["interval"] / 2:
+        intervals = intervals[:-1]  # the run's short tail (see _html.charts)
     open_model = report["settings"]["model"] == "open"
     t = [i["seconds"] for i in intervals]
     fig, (lat, thr, dist) = plt.subplots(3, 1, figsize=(9, 10), constrained_layout=True)

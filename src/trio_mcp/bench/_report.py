@@ -11,7 +11,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
 
 from ._stats import Aggregate, _OpTotals, percentiles
-from ._thresholds import evaluate, parse_threshold
+from ._thresholds import evaluate, ms, parse_threshold
 
 __all__ = ["build_report", "compare_reports", "format_compare", "format_summary"]
 
@@ -124,15 +124,6 @@ def for_json(report: Mapping[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ text
 
 
-def ms(us: float) -> str:
-    """A latency in µs, readably."""
-    if us >= 1_000_000:
-        return f"{us / 1_000_000:.2f} s"
-    if us >= 1000:
-        return f"{us / 1000:.2f} ms"
-    return f"{us:.0f} µs"
-
-
 def _spectrum(f: Mapping[str, Any]) -> list[str]:
     lines = ["  percentile spectrum (corrected latency):"]
     for p, v in f["spectrum_us"]:
@@ -162,6 +153,7 @@ def terminal_histogram(encoded: str, rows: int = HISTOGRAM_ROWS) -> list[str]:
 
 
 def format_summary(report: Mapping[str, Any]) -> str:
+    """The end-of-run text: figures, spectrum, histogram, events, thresholds."""
     s = report["settings"]
     total = report["total"]
     model = f"{s['rate']:g} calls/s (open model)" if s["model"] == "open" else f"{s['callers']:g} callers"
@@ -214,7 +206,7 @@ def format_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"  stopped early: {report['stopped']}")
     for v in report["thresholds"]:
         mark = "✓" if v["passed"] else "✗"
-        why = v.get("why") or (f"actual {v['actual']:g}" if v["actual"] is not None else "")
+        why = v.get("why") or f"actual {v['shown']}"
         lines.append(f"  threshold {mark} {v['threshold']}  ({why})")
     return "\n".join(lines)
 
@@ -257,6 +249,7 @@ def compare_reports(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str
 
 
 def format_compare(rows: list[dict[str, Any]], a_name: str, b_name: str) -> str:
+    """The rows of :func:`compare_reports` as a table."""
     lines = [f"{'':<24} {'figure':<11} {'A':>12} {'B':>12} {'B/A':>8}", f"A = {a_name}", f"B = {b_name}"]
     lines = lines[1:] + lines[:1]
     for r in rows:

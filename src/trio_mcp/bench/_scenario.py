@@ -86,6 +86,8 @@ class Operation:
 
 @attrs.define
 class Scenario:
+    """The operations of a run, with the rows of its data file."""
+
     operations: list[Operation]
     #: Rows of the data file (``{column}`` arguments).
     rows: list[dict[str, Any]] = attrs.field(factory=list)

@@ -63,6 +63,8 @@ def parse_rate(text: str) -> float:
 
 @attrs.frozen
 class Stage:
+    """One ramp: to ``target`` over ``seconds``."""
+
     seconds: float
     #: Callers (closed model) or calls per second (open model) at the stage's end.
     target: float

@@ -120,6 +120,8 @@ class OpTick(msgspec.Struct, kw_only=True):
 
 
 class Tick(msgspec.Struct, kw_only=True, tag=True):
+    """What one worker measured in one interval (histograms encoded)."""
+
     worker: int = 0
     index: int
     #: End of the interval, seconds since the measured phase began (negative: warm-up).
@@ -212,7 +214,7 @@ class _Pending:
     def __init__(self, index: int) -> None:
         self.index = index
         self.seconds = 0.0
-        self.reports = 0
+        self.reporters: set[int] = set()
         self.in_flight = 0
         self.late = 0
         self.ok = 0
@@ -261,7 +263,7 @@ class Aggregate:
         pending = self._pending.get(tick.index)
         if pending is None:
             pending = self._pending[tick.index] = _Pending(tick.index)
-        pending.reports += 1
+        pending.reporters.add(tick.worker)
         pending.seconds = max(pending.seconds, tick.seconds)
         pending.in_flight += tick.in_flight
         pending.late += tick.late
@@ -282,11 +284,10 @@ class Aggregate:
         self._complete()
 
     def _complete(self) -> None:
-        needed = self.workers - len(self._finished)
         for index in sorted(self._pending):
             pending = self._pending[index]
-            if pending.reports < needed and needed > 0:
-                break
+            if len(pending.reporters | self._finished) < self.workers:
+                break  # a worker still running has not reported it yet
             del self._pending[index]
             self.intervals.append(self._figures(pending))
 
@@ -301,6 +302,7 @@ class Aggregate:
         return {
             "index": p.index,
             "seconds": round(p.seconds, 3),
+            "width": round(width, 3),
             "calls": calls,
             "calls_per_s": round(calls / width, 1),
             "ok": p.ok,

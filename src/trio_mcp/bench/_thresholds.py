@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Threshold", "ThresholdError", "evaluate", "parse_threshold"]
+__all__ = ["Threshold", "ThresholdError", "evaluate", "ms", "parse_threshold"]
 
 _LATENCY = re.compile(r"p\d+(?:\.\d+)?|max|mean|min")
 _RATES = ("error_rate", "failed_rate")
@@ -35,6 +35,8 @@ class ThresholdError(ValueError):
 
 @attrs.frozen
 class Threshold:
+    """One pass/fail criterion, parsed."""
+
     text: str
     #: The operation it applies to (None: the whole run).
     operation: str | None
@@ -45,6 +47,7 @@ class Threshold:
 
 
 def parse_threshold(text: str) -> Threshold:
+    """``[OPERATION:]METRIC<op>VALUE[unit]``; :class:`ThresholdError` when unreadable."""
     m = re.fullmatch(
         r"\s*(?:(?P<op>.+):)?(?P<metric>[a-z_0-9.]+)\s*(?P<cmp><=|>=|<|>)\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>[a-zµ%]*)\s*",
         text,
@@ -72,6 +75,24 @@ def parse_threshold(text: str) -> Threshold:
     return Threshold(text.strip(), m["op"], metric, m["cmp"], value)
 
 
+def ms(us: float) -> str:
+    """A latency in µs, readably."""
+    if us >= 1_000_000:
+        return f"{us / 1_000_000:.2f} s"
+    if us >= 1000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us:.0f} µs"
+
+
+def shown(threshold: Threshold, actual: float) -> str:
+    """A figure as the threshold's reader wants it (latency, rate or count)."""
+    if _LATENCY.fullmatch(threshold.metric):
+        return ms(actual)
+    if threshold.metric in _RATES:
+        return f"{actual * 100:.3g}%"
+    return f"{actual:,.1f}"
+
+
 def actual_value(threshold: Threshold, figures: Mapping[str, Any]) -> float:
     """The figure a threshold reads, from :func:`trio_mcp.bench._report.figures` output."""
     metric = threshold.metric
@@ -97,5 +118,12 @@ def evaluate(
             out.append({"threshold": t.text, "actual": None, "passed": False, "why": "no calls measured"})
             continue
         actual = actual_value(t, figures)
-        out.append({"threshold": t.text, "actual": actual, "passed": _COMPARE[t.compare](actual, t.value)})
+        out.append(
+            {
+                "threshold": t.text,
+                "actual": actual,
+                "shown": shown(t, actual),
+                "passed": _COMPARE[t.compare](actual, t.value),
+            }
+        )
     return out

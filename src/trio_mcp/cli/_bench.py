@@ -265,8 +265,8 @@ def main_bench(args: argparse.Namespace, command: list[str]) -> int:
             return 1
     failed = [v for v in report["thresholds"] if not v["passed"]]
     for v in failed:
-        actual = "no figure" if v["actual"] is None else f"actual {v['actual']:g}"
-        print(f"trio-mcp: threshold failed: {v['threshold']} ({v.get('why') or actual})", file=sys.stderr)
+        why = v.get("why") or f"actual {v['shown']}"
+        print(f"trio-mcp: threshold failed: {v['threshold']} ({why})", file=sys.stderr)
     if report["stopped"] == "interrupted":
         return 130
     if report["thresholds"]:
