@@ -87,6 +87,7 @@ from ..protocol import (
 from ..server._lowlevel import LowLevelServer, paginate
 from ..supervision import Backoff
 from ._config import ConfigError, GatewayConfig, ServerEntry, StdioEntry, load_config, parse_config
+from ._tasks import TaskForwarding
 
 __all__ = [
     "GATEWAY_SETTINGS",
@@ -195,6 +196,9 @@ class Gateway(LowLevelServer):
         self.set_request_handler("prompts/get", GetPromptRequestParams, self._get_prompt)
         self.set_request_handler("resources/read", ReadResourceRequestParams, self._read_resource)
         self.set_request_handler("completion/complete", CompleteRequestParams, self._complete)
+        #: Task-augmented calls and the tasks/* methods, routed to the owning server.
+        self.task_forwarding = TaskForwarding(self)
+        self.task_forwarding.install()
 
     # ---------------------------------------------------------- the lists
 
@@ -290,7 +294,9 @@ class Gateway(LowLevelServer):
             data={"server": server},
         )
 
-    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
+    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> Any:
+        if self.task_forwarding.wants_task(ctx, params):
+            return await self.task_forwarding.call_tool(ctx, params)
         server, _ = self._route("tool", params.name)
         arguments = None if params.arguments is UNSET else params.arguments
         options: dict[str, Any] = {}
