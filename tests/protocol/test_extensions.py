@@ -74,7 +74,7 @@ def test_registration() -> None:
         register_extension(
             Extension(
                 id="com.example/other",
-                methods=(msgspec.structs.replace(METHODS["tools/call"], extension="com.example/other"),),
+                methods=(attrs.evolve(METHODS["tools/call"], extension="com.example/other"),),
             )
         )
 
