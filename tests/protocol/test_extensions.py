@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
