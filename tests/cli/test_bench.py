@@ -164,3 +164,24 @@ def test_bench_a_streamable_http_server_in_the_handshake_era(http_url: str) -> N
     assert out.returncode == 0, out.stderr
     assert f"tools/call echo on {http_url}: 8 callers" in out.stdout
     assert "protocol 2025-11-25" in out.stdout and " 0 failed" in out.stdout
+
+
+async def test_task_augmented_calls_are_benched_to_their_results() -> None:
+    app = MCPServer("bench-tasks", tasks=True)
+    app.calls = 0  # type: ignore[attr-defined]
+
+    @app.tool(task_support="required")
+    async def job(n: int) -> int:
+        app.calls += 1  # type: ignore[attr-defined]
+        await trio.lowlevel.checkpoint()
+        return n
+
+    with trio.fail_after(TIMEOUT):
+        async with connected(app) as client:
+            plain = await run_bench(client, "job", {"n": 1}, concurrency=2, duration=0, calls=10, warmup=0)
+            tasks = await run_bench(
+                client, "job", {"n": 1}, concurrency=4, duration=0, calls=40, warmup=0, as_task=True
+            )
+    assert plain.failed == {"-32601": 10}  # task-required: refused as a plain call
+    assert (tasks.calls, tasks.ok, tasks.failed) == (40, 40, {})
+    assert app.calls == 40  # each call ran once, as a task, and its result was fetched

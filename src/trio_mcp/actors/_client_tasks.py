@@ -258,6 +258,8 @@ class TaskClient:
         if isinstance(started, CallToolResult):
             return started
         try:
+            if not self.modern and on_status is None:
+                return await self.result(started.task_id)  # 2025-11-25: tasks/result waits for the end
             info = await self.wait(started.task_id, on_status=on_status)
         except trio.Cancelled:
             with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_GRACE):

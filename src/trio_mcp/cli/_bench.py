@@ -63,8 +63,10 @@ async def run_bench(
     calls: int | None = None,
     warmup: float = 1.0,
     call_timeout: float = 30.0,
+    as_task: bool = False,
 ) -> BenchResult:
-    """Run the load against an initialized :class:`~trio_mcp.ClientSession`."""
+    """Run the load against an initialized :class:`~trio_mcp.ClientSession`
+    (``as_task``: every call a task-augmented call, followed to its result)."""
     from hdrh.histogram import HdrHistogram
 
     if concurrency < 1:
@@ -84,7 +86,10 @@ async def run_bench(
         kind: str | None = None
         try:
             with trio.fail_after(call_timeout):
-                result = await client.call_tool(tool, arguments)
+                if as_task:
+                    result = await client.tasks.run_tool(tool, arguments)
+                else:
+                    result = await client.call_tool(tool, arguments)
             kind = "is_error" if result.is_error is True else "ok"
         except ConnectionClosed as exc:
             stopped = f"the connection closed: {exc.message}"

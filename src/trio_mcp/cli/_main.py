@@ -199,7 +199,9 @@ async def _bench(target: list[str], tool: str, pairs: list[str], args: argparse.
             )
             return 2
         arguments = _arguments(pairs, tools[tool].input_schema)
-        first = await client.call_tool(tool, arguments)  # a bad argument shows here, not 10,000 times
+        as_task = client.tasks.required_by(tools[tool])  # a task-required tool: every call a task
+        call = client.tasks.run_tool if as_task else client.call_tool
+        first = await call(tool, arguments)  # a bad argument shows here, not 10,000 times
         if first.is_error is True:
             text = " ".join(getattr(b, "text", "") for b in first.content).strip()
             print(f"trio-mcp: {tool} answered isError before the load run: {text}", file=sys.stderr)
@@ -213,6 +215,7 @@ async def _bench(target: list[str], tool: str, pairs: list[str], args: argparse.
                 duration=duration,
                 calls=args.calls,
                 warmup=args.warmup,
+                as_task=as_task,
                 call_timeout=args.call_timeout,
             )
         except ValueError as exc:
