@@ -60,7 +60,14 @@ import trio
 from msgspec import UNSET
 
 from trio_mcp import ClientSession, open_session
-from trio_mcp.auth import ClientCredentials, ClientInformation, ClientMetadata, OAuthClientAuth
+from trio_mcp.auth import (
+    ClientCredentials,
+    ClientInformation,
+    ClientMetadata,
+    EnterpriseGrant,
+    JwtBearerGrant,
+    OAuthClientAuth,
+)
 from trio_mcp.protocol import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
@@ -269,6 +276,19 @@ def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuthClientAu
     their machine client)."""
     if scenario.startswith("auth/client-credentials-"):
         return OAuthClientAuth(url, client_credentials=client_credentials_for(context))
+    if scenario == "auth/wif-jwt-bearer":  # workload identity: the platform's JWT is the grant
+        return OAuthClientAuth(
+            url, grant=JwtBearerGrant(client_id=context["client_id"], assertion=context["valid_jwt"])
+        )
+    if scenario == "auth/enterprise-managed-authorization":  # the IdP's ID-JAG, then the JWT bearer grant
+        grant = EnterpriseGrant(
+            idp_token_endpoint=context["idp_token_endpoint"],
+            id_token=context["idp_id_token"],
+            idp_client_id=context.get("idp_client_id"),
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+        )
+        return OAuthClientAuth(url, grant=grant)
     clients = {}
     if context.get("client_id") and context.get("issuer"):
         clients[context["issuer"]] = ClientInformation(
@@ -279,6 +299,7 @@ def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuthClientAu
         client_metadata=ClientMetadata(client_name=CLIENT_INFO.name),
         clients=clients,
         client_metadata_url=CLIENT_METADATA_URL,
+        dpop=scenario in ("auth/dpop", "auth/dpop-nonce"),  # sender-constrained tokens (RFC 9449)
     )
 
 

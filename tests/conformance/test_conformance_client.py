@@ -4,12 +4,14 @@
   ``elicitation-sep1034-client-defaults`` and ``sse-retry``, one suite run
   each, no baseline (so the client's own exit status and WARNING checks
   count): each must exit 0.
-* 0.2.0-alpha.12 ``client --requirements 2026-07-28`` (stateless era), with a
-  baseline listing the authorization extensions left out: exit 0, one test
-  per scenario, one strict xfail per known gap.
-* 0.2.0-alpha.12 ``client --scenario S`` for the client_credentials
-  extension scenarios (``auth/client-credentials-basic``, ``-jwt``), one
-  suite run each with the baseline: each must exit 0.
+* 0.2.0-alpha.12 ``client --requirements 2026-07-28`` (stateless era), with an
+  empty baseline: exit 0, one test per scenario (the authorization extension
+  scenarios included, which the run does not score), one strict xfail per
+  known gap.
+* 0.2.0-alpha.12 ``client --scenario S`` for each authorization extension
+  scenario (``auth/client-credentials-basic``, ``-jwt``,
+  ``auth/enterprise-managed-authorization``, ``auth/dpop``, ``auth/dpop-nonce``,
+  ``auth/wif-jwt-bearer``), one suite run each with the baseline: each must exit 0.
 * Our client with ``era="auto"`` against two real servers over stdio: the
   SDK-based ``mcp-server-time`` answers ``server/discover`` (2026-07-28),
   ``@modelcontextprotocol/server-everything`` does not (handshake era).
@@ -192,7 +194,10 @@ CLIENT_CREDENTIALS = (
     "auth/client-credentials-basic",
 )
 
-#: Authorization extensions left out (listed in baseline-client-2026-07-28.yml).
+#: The other authorization extensions, which trio-mcp implements too
+#: (:class:`trio_mcp.auth.EnterpriseGrant`, ``OAuthClientAuth(dpop=True)``,
+#: :class:`trio_mcp.auth.JwtBearerGrant`): not scored by the requirement run,
+#: tested like the scored scenarios all the same.
 AUTH_EXTENSIONS = (
     "auth/enterprise-managed-authorization",
     "auth/dpop",
@@ -212,8 +217,7 @@ V2026 = Plan(
         "http-invalid-tool-headers",
         "json-schema-ref-no-deref",
     ),
-    unscored=("json-schema-2020-12-preservation", *CLIENT_CREDENTIALS),
-    extensions=AUTH_EXTENSIONS,
+    unscored=("json-schema-2020-12-preservation", *CLIENT_CREDENTIALS, *AUTH_EXTENSIONS),
 )
 
 #: Scenarios whose client run cannot end well, and why (the other ones must print "done").
@@ -366,7 +370,8 @@ def test_2026_client_credentials_details(run_2026: SuiteRun) -> None:
 
 @pytest.fixture(scope="module")
 def runs_client_credentials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SuiteRun]:
-    """One 0.2 suite run per client_credentials scenario, with the baseline (so a
+    """One 0.2 suite run per authorization extension scenario (client_credentials,
+    enterprise-managed, DPoP, workload identity), with the baseline (so a
     baselined scenario that passes, a WARNING or the client's exit status fail it)."""
     command = client_command()
     return {
@@ -386,11 +391,11 @@ def runs_client_credentials(tmp_path_factory: pytest.TempPathFactory) -> dict[st
             tmp_path_factory.mktemp("ccred"),
             timeout=SCENARIO_RUN_TIMEOUT,
         )
-        for scenario in CLIENT_CREDENTIALS
+        for scenario in (*CLIENT_CREDENTIALS, *AUTH_EXTENSIONS)
     }
 
 
-@pytest.mark.parametrize("scenario", CLIENT_CREDENTIALS)
+@pytest.mark.parametrize("scenario", (*CLIENT_CREDENTIALS, *AUTH_EXTENSIONS))
 def test_client_credentials_scenario_run(runs_client_credentials: dict[str, SuiteRun], scenario: str) -> None:
     run = runs_client_credentials[scenario]
     assert "Client exited with code" not in run.output, run.output[-3000:]
@@ -414,8 +419,26 @@ def _baseline_entries(path: Path) -> list[str]:
     ]
 
 
-def test_client_baseline_lists_only_extensions() -> None:
-    assert _baseline_entries(HERE / "baseline-client-2026-07-28.yml") == list(AUTH_EXTENSIONS)
+def test_client_baseline_is_empty() -> None:
+    assert _baseline_entries(HERE / "baseline-client-2026-07-28.yml") == []
+
+
+def test_2026_auth_extension_details(run_2026: SuiteRun) -> None:
+    """What the extension checks saw: DPoP-bound tokens presented with fresh
+    proofs, nonces honoured at both servers, one JWT bearer grant each."""
+    for scenario in ("auth/dpop", "auth/dpop-nonce"):
+        scheme = details(run_2026, scenario, "sep-1932-client-dpop-auth-scheme")
+        assert scheme["observedSchemes"] == ["DPoP"], scheme
+        fresh = details(run_2026, scenario, "sep-1932-client-fresh-proof")
+        assert fresh["distinctJtis"] == fresh["authenticatedRequests"] > 0, fresh
+    for check in ("sep-1932-client-as-nonce", "sep-1932-client-rs-nonce"):
+        seen = details(run_2026, "auth/dpop-nonce", check)
+        assert seen == {"challengeIssued": True, "nonceHonored": True}, seen
+    assert run_2026.status("auth/wif-jwt-bearer", "wif-assertion-verified") == "SUCCESS"
+    for check in ("wif-no-retry", "wif-grant-fallback"):  # one grant, never another
+        assert run_2026.status("auth/wif-jwt-bearer", check) == "MISSING"
+    for check in ("complete-flow-token-exchange", "complete-flow-jwt-bearer"):
+        assert run_2026.status("auth/enterprise-managed-authorization", check) == "SUCCESS"
 
 
 # ------------------------------------------------------- real peers, era="auto"

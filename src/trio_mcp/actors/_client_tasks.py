@@ -72,6 +72,8 @@ class TaskInfo:
     status_message: str | None = None
     #: Retention from creation (ms; None: unlimited / not given).
     ttl_ms: int | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
     poll_interval_ms: int | None = None
     #: 2026-07-28 ``tasks/get``: the inlined result / error / pending questions.
     result: CallToolResult | None = None
@@ -100,6 +102,8 @@ def _from_handshake(task: Any) -> TaskInfo:
         status_message=_opt(task.status_message),
         ttl_ms=task.ttl,
         poll_interval_ms=_opt(task.poll_interval),
+        created_at=task.created_at,
+        last_updated_at=task.last_updated_at,
     )
 
 
@@ -114,6 +118,8 @@ def _from_modern(task: DetailedTask) -> TaskInfo:
         status_message=_opt(task.status_message),
         ttl_ms=task.ttl_ms,
         poll_interval_ms=_opt(task.poll_interval_ms),
+        created_at=task.created_at,
+        last_updated_at=task.last_updated_at,
         result=None if task.result is UNSET else coerce(task.result, CallToolResult),
         error=error,
         input_requests={} if task.input_requests is UNSET else dict(task.input_requests),
@@ -252,6 +258,8 @@ class TaskClient:
         if isinstance(started, CallToolResult):
             return started
         try:
+            if not self.modern and on_status is None:
+                return await self.result(started.task_id)  # 2025-11-25: tasks/result waits for the end
             info = await self.wait(started.task_id, on_status=on_status)
         except trio.Cancelled:
             with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_GRACE):

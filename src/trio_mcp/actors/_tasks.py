@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_TASKS",
+    "HANDSHAKE_TASKS_CAPABILITY",
     "MemoryTaskStore",
     "TaskHandle",
     "TaskRecord",
@@ -84,6 +85,12 @@ DEFAULT_TTL_MS: Final = 10 * 60 * 1000
 MAX_TTL_MS: Final = 60 * 60 * 1000
 #: Polling hint given to clients (ms).
 DEFAULT_POLL_INTERVAL_MS: Final = 500
+#: ``capabilities.tasks`` (2025-11-25) of a server serving tasks of ``tools/call``.
+HANDSHAKE_TASKS_CAPABILITY: Final[dict[str, Any]] = {
+    "list": {},
+    "cancel": {},
+    "requests": {"tools": {"call": {}}},
+}
 #: Tasks per ``tasks/list`` page.
 LIST_PAGE_SIZE: Final = 100
 
@@ -328,7 +335,7 @@ class TaskRuntime:
 
     def handshake_capability(self) -> dict[str, Any]:
         """``capabilities.tasks`` of 2025-11-25."""
-        return {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        return dict(HANDSHAKE_TASKS_CAPABILITY)
 
     def extension_settings(self) -> dict[str, Any]:
         """``capabilities.extensions["io.modelcontextprotocol/tasks"]`` (2026-07-28)."""

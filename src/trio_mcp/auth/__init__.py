@@ -30,6 +30,7 @@ headless use and tests). Failures are :class:`OAuthError` subclasses (each an
 
 from ._client import OAuthClientAuth, OAuthClientSettings
 from ._credentials import ClientCredentials, ClientCredentialsConfigError
+from ._dpop import DPoPKey
 from ._errors import (
     AuthorizationResponseError,
     DiscoveryError,
@@ -40,6 +41,7 @@ from ._errors import (
     TokenRequestError,
     UnsupportedServerError,
 )
+from ._grants import EnterpriseGrant, JwtBearerGrant
 from ._handlers import AuthorizationHandler, AuthorizationRequest, FollowRedirectHandler
 from ._models import (
     AuthorizationServerMetadata,
@@ -59,10 +61,13 @@ __all__ = [
     "ClientCredentialsConfigError",
     "ClientInformation",
     "ClientMetadata",
+    "DPoPKey",
     "DiscoveryError",
+    "EnterpriseGrant",
     "FollowRedirectHandler",
     "InMemoryTokenStorage",
     "IssuerMismatchError",
+    "JwtBearerGrant",
     "OAuthClientAuth",
     "OAuthClientSettings",
     "OAuthError",

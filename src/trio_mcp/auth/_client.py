@@ -52,10 +52,12 @@ from ._discovery import (
     bearer_challenge,
     canonical_server_url,
     is_loopback,
+    parse_challenges,
     prm_urls,
     resource_matches,
     with_query,
 )
+from ._dpop import DPoPKey, needs_nonce
 from ._errors import (
     AuthorizationResponseError,
     DiscoveryError,
@@ -66,6 +68,7 @@ from ._errors import (
     TokenRequestError,
     UnsupportedServerError,
 )
+from ._grants import AssertionGrant, EnterpriseGrant, JwtBearerGrant
 from ._handlers import AuthorizationHandler, AuthorizationRequest, FollowRedirectHandler
 from ._http import new_client, tls_context
 from ._models import (
@@ -160,6 +163,13 @@ class OAuthClientAuth(httpx.Auth):
       client_credentials grant instead of the authorization code flow (no
       user: no ``authorization_handler``, ``clients`` or ``client_metadata_url``);
       a new token is requested whenever the old one expires or is rejected.
+    * ``grant``: the same without a client secret of the client's own: a
+      :class:`JwtBearerGrant` (workload identity federation) or an
+      :class:`EnterpriseGrant` (enterprise-managed authorization: token
+      exchange at the identity provider, then the JWT bearer grant).
+    * ``dpop``: sender-constrained tokens (RFC 9449): a proof of a
+      :class:`DPoPKey` (``True``: a new one) on every token request and MCP
+      request, the token presented as ``DPoP``; nonces servers demand are used.
     """
 
     requires_request_body = True
@@ -178,9 +188,15 @@ class OAuthClientAuth(httpx.Auth):
         http_client: httpx.AsyncClient | None = None,
         settings: OAuthClientSettings | None = None,
         client_credentials: ClientCredentials | None = None,
+        grant: AssertionGrant | None = None,
+        dpop: DPoPKey | bool = False,
     ) -> None:
-        if client_credentials is not None:
-            if not isinstance(client_credentials, ClientCredentials):
+        if client_credentials is not None and grant is not None:
+            raise ClientCredentialsConfigError("give client_credentials or an assertion grant, not both")
+        if grant is not None and not isinstance(grant, JwtBearerGrant | EnterpriseGrant):
+            raise ClientCredentialsConfigError("grant must be a JwtBearerGrant or an EnterpriseGrant")
+        if client_credentials is not None or grant is not None:
+            if client_credentials is not None and not isinstance(client_credentials, ClientCredentials):
                 raise ClientCredentialsConfigError("client_credentials must be a ClientCredentials")
             extra = [
                 name
@@ -193,9 +209,14 @@ class OAuthClientAuth(httpx.Auth):
             ]
             if extra:
                 raise ClientCredentialsConfigError(
-                    f"client_credentials authorizes without a user: {', '.join(extra)} cannot be used with it"
+                    f"{'client_credentials' if grant is None else 'an assertion grant'} authorizes without "
+                    f"a user: {', '.join(extra)} cannot be used with it"
                 )
         self.client_credentials = client_credentials
+        #: A JWT bearer grant (workload identity) or enterprise-managed authorization.
+        self.grant = grant
+        #: The DPoP proof key (``dpop=True``: a new ES256 key), else None.
+        self.dpop: DPoPKey | None = DPoPKey() if dpop is True else (dpop or None)
         self.server_url = canonical_server_url(server_url)
         self.handler: AuthorizationHandler = authorization_handler or FollowRedirectHandler()
         self.storage: TokenStorage = storage if storage is not None else InMemoryTokenStorage()
@@ -267,9 +288,19 @@ class OAuthClientAuth(httpx.Auth):
             raise self._failed(exc, request) from None
         response = yield request
         reauthorized = False
+        nonce_retried = False
         step_ups = 0
         while True:
             status = response.status_code
+            if self.dpop is not None and not nonce_retried:
+                nonce = needs_nonce(status, response.headers, _dpop_challenge_error(response))
+                if nonce is not None:  # RFC 9449 §9: the same request again, with the server's nonce
+                    nonce_retried = True
+                    self.dpop.remember_nonce(str(request.url), nonce)
+                    await self._drain(response)
+                    self._apply(request)
+                    response = yield request
+                    continue
             if status == 401 and not reauthorized:
                 reauthorized = True
                 step_up = False
@@ -323,13 +354,13 @@ class OAuthClientAuth(httpx.Auth):
                 context = self._context
                 if (
                     not tokens.refresh_token
-                    and self.client_credentials is not None
+                    and self._headless
                     and context is not None
                     and context.issuer == tokens.issuer
                 ):
                     # (a failure is raised out of this request: a 401 would only ask again)
                     async with self._http() as http:
-                        await self._client_credentials_grant(http, context, self._requested or tokens.scopes)
+                        await self._obtain(http, context, self._requested or tokens.scopes)
                 elif not tokens.refresh_token:
                     self._set_tokens(None)
                 elif context is not None and context.issuer == tokens.issuer:
@@ -343,9 +374,19 @@ class OAuthClientAuth(httpx.Auth):
                 # the stale token meets runs discovery, then the refresh.
             return self._apply(request)
 
+    @property
+    def _headless(self) -> bool:
+        """No user: the client_credentials grant or an assertion grant."""
+        return self.client_credentials is not None or self.grant is not None
+
     def _apply(self, request: httpx.Request) -> int:
         tokens = self._tokens
-        if tokens is not None:
+        if tokens is not None and self.dpop is not None and tokens.token_type.lower() == "dpop":
+            request.headers["authorization"] = f"DPoP {tokens.access_token}"
+            request.headers["dpop"] = self.dpop.proof(
+                request.method, str(request.url), access_token=tokens.access_token
+            )
+        elif tokens is not None:
             request.headers["authorization"] = f"Bearer {tokens.access_token}"
         elif "authorization" in request.headers:
             del request.headers["authorization"]
@@ -424,6 +465,8 @@ class OAuthClientAuth(httpx.Auth):
         """New tokens for ``scopes``: the client_credentials grant or the authorization code flow."""
         if self.client_credentials is not None:
             await self._client_credentials_grant(http, context, scopes)
+        elif self.grant is not None:
+            await self._assertion_grant(http, context, scopes)
         else:
             await self._authorize(http, context, scopes)
 
@@ -551,6 +594,50 @@ class OAuthClientAuth(httpx.Auth):
         self._context = context
         await self._store(tokens)
 
+    async def _assertion_grant(self, http: httpx.AsyncClient, context: _Context, scopes: list[str]) -> None:
+        """The JWT bearer grant (RFC 7523 §2.1), after the token exchange of
+        enterprise-managed authorization. A refusal is an error: no retry,
+        no other grant."""
+        assert self.grant is not None
+
+        async def exchange(endpoint: str, form: dict[str, str]) -> dict[str, Any]:
+            self._check_secure(endpoint, "identity provider token endpoint")
+            try:
+                status, body = await self._exchange(
+                    http, "POST", endpoint, data=form, headers={"accept": "application/json"}
+                )
+            except _Unreachable as exc:
+                raise TokenRequestError(f"the token exchange at {endpoint} failed: {exc}") from None
+            if status != 200:
+                error = _error_of(body)
+                raise TokenRequestError(
+                    f"the identity provider refused the token exchange (HTTP {status}{_describe_error(error)})",
+                    error=error.error if error else None,
+                    status_code=status,
+                )
+            try:
+                answer = msgspec.json.decode(body)
+            except msgspec.DecodeError:
+                raise TokenRequestError("the token exchange answer is not JSON") from None
+            if not isinstance(answer, dict):
+                raise TokenRequestError("the token exchange answer is not a JSON object")
+            return answer
+
+        try:
+            form = await self.grant.form(context.issuer, context.resource, exchange)
+        except ValueError as exc:
+            raise TokenRequestError(str(exc)) from None
+        scope = " ".join(scopes) or None
+        if scope is not None:
+            form["scope"] = scope
+        log.info("%s grant at %s (scope %r)", type(self.grant).__name__, context.issuer, scope)
+        tokens = await self._token_request(
+            http, context, self.grant.client_information(), form, requested_scope=scope
+        )
+        self._requested = list(scopes)
+        self._context = context
+        await self._store(tokens)
+
     async def _refresh(self, http: httpx.AsyncClient, context: _Context, tokens: OAuthToken) -> None:
         assert tokens.refresh_token is not None
         client = await self._client_for(http, context)
@@ -634,7 +721,7 @@ class OAuthClientAuth(httpx.Auth):
                 expected=issuer,
                 received=metadata.issuer,
             )
-        if self.client_credentials is not None:
+        if self._headless:
             # (no user, no browser: neither an authorization endpoint nor PKCE is needed)
             if not metadata.token_endpoint:
                 raise DiscoveryError(f"the metadata of {issuer} lacks the token endpoint")
@@ -648,7 +735,7 @@ class OAuthClientAuth(httpx.Auth):
             if url is not None:
                 self._check_secure(url, what)
         pkce = metadata.code_challenge_methods_supported or []
-        if self.client_credentials is None and "S256" not in pkce:
+        if not self._headless and "S256" not in pkce:
             raise UnsupportedServerError(
                 f"the authorization server {issuer} does not advertise PKCE with S256 "
                 "(code_challenge_methods_supported): refusing to authorize"
@@ -684,6 +771,13 @@ class OAuthClientAuth(httpx.Auth):
         self, http: httpx.AsyncClient, method: str, url: str, **kwargs: Any
     ) -> tuple[int, bytes]:
         """One bounded OAuth HTTP exchange: (status, body)."""
+        status, body, _ = await self._exchange_with_headers(http, method, url, **kwargs)
+        return status, body
+
+    async def _exchange_with_headers(
+        self, http: httpx.AsyncClient, method: str, url: str, **kwargs: Any
+    ) -> tuple[int, bytes, httpx.Headers]:
+        """One bounded OAuth HTTP exchange: (status, body, headers)."""
         timeout = self.settings.request_timeout
         limit = self.settings.max_document_size
         try:
@@ -694,7 +788,7 @@ class OAuthClientAuth(httpx.Auth):
                         body += chunk
                         if len(body) > limit:
                             raise _Unreachable(f"answer larger than {limit} bytes")
-                    return response.status_code, bytes(body)
+                    return response.status_code, bytes(body), response.headers
         except trio.TooSlowError:
             raise _Unreachable(f"no answer within {timeout}s") from None
         except httpx.HTTPError as exc:
@@ -716,6 +810,8 @@ class OAuthClientAuth(httpx.Auth):
         client_credentials grant)."""
         if self.client_credentials is not None:
             return self.client_credentials.client_information()
+        if self.grant is not None:
+            return self.grant.client_information()
         issuer = context.issuer
         preregistered = self.clients.get(issuer)
         if preregistered is not None:
@@ -812,10 +908,16 @@ class OAuthClientAuth(httpx.Auth):
             form["client_assertion"] = assertion
         else:
             raise UnsupportedServerError(f"token endpoint authentication method {method!r} is not supported")
-        try:
-            status, body = await self._exchange(http, "POST", endpoint, data=form, headers=headers)
-        except _Unreachable as exc:
-            raise TokenRequestError(f"the {grant} token request failed: {exc}") from None
+        for _attempt in range(2):  # a second time only with the DPoP nonce the server demanded
+            if self.dpop is not None:
+                headers["dpop"] = self.dpop.proof("POST", endpoint)
+            try:
+                status, body, nonce = await self._token_exchange(http, endpoint, form, headers)
+            except _Unreachable as exc:
+                raise TokenRequestError(f"the {grant} token request failed: {exc}") from None
+            if nonce is None or self.dpop is None:
+                break
+            self.dpop.remember_nonce(endpoint, nonce)
         if status != 200:
             error = _error_of(body)
             raise TokenRequestError(
@@ -830,14 +932,17 @@ class OAuthClientAuth(httpx.Auth):
                 f"the token endpoint's answer to the {grant} request is not a token response",
                 status_code=status,
             ) from None
-        if answer.token_type.lower() != "bearer":
+        token_type = "DPoP" if answer.token_type.lower() == "dpop" and self.dpop is not None else "Bearer"
+        if answer.token_type.lower() != token_type.lower():
             raise TokenRequestError(
-                f"unsupported token type {answer.token_type!r} (only Bearer)", status_code=status
+                f"unsupported token type {answer.token_type!r} (only Bearer"
+                + (" and DPoP)" if self.dpop is not None else ")"),
+                status_code=status,
             )
         now = time.time()
         return OAuthToken(
             access_token=answer.access_token,
-            token_type="Bearer",
+            token_type=token_type,
             refresh_token=answer.refresh_token,
             scope=answer.scope if answer.scope is not None else requested_scope,
             expires_at=now + answer.expires_in if answer.expires_in is not None else None,
@@ -846,8 +951,26 @@ class OAuthClientAuth(httpx.Auth):
             resource=context.resource,
         )
 
+    async def _token_exchange(
+        self, http: httpx.AsyncClient, endpoint: str, form: dict[str, str], headers: dict[str, str]
+    ) -> tuple[int, bytes, str | None]:
+        """POST a token request: (status, body, the DPoP nonce a ``use_dpop_nonce`` answer demands)."""
+        status, body, answer_headers = await self._exchange_with_headers(
+            http, "POST", endpoint, data=form, headers=headers
+        )
+        error = _error_of(body) if status == 400 else None
+        return status, body, needs_nonce(status, answer_headers, error.error if error else None)
+
 
 # ------------------------------------------------------------------ helpers
+
+
+def _dpop_challenge_error(response: httpx.Response) -> str | None:
+    """The ``error`` of a response's ``DPoP`` challenge (``use_dpop_nonce``...)."""
+    for challenge in parse_challenges(response.headers.get_list("www-authenticate")):
+        if challenge.scheme == "dpop":
+            return challenge.error
+    return None
 
 
 def _origin_of(url: str) -> tuple[str, str, int | None]:

@@ -120,10 +120,14 @@ def parse_challenges(values: Iterable[str]) -> list[Challenge]:
 
 
 def bearer_challenge(values: Iterable[str]) -> Challenge:
-    """The ``Bearer`` challenge among ``values`` (an empty one if none)."""
-    for challenge in parse_challenges(values):
-        if challenge.scheme == "bearer":
-            return challenge
+    """The ``Bearer`` challenge among ``values``, else a ``DPoP`` one (RFC 9449
+    §7.1: a server that wants DPoP-bound tokens challenges with that scheme;
+    it carries the same ``resource_metadata`` / ``scope``), else an empty one."""
+    found = parse_challenges(values)
+    for scheme in ("bearer", "dpop"):
+        for challenge in found:
+            if challenge.scheme == scheme:
+                return challenge
     return Challenge("bearer")
 
 

@@ -156,8 +156,6 @@ async def _call(target: list[str], tool: str, pairs: list[str], as_json: bool) -
     return 1 if result.is_error is True else 0
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     words, command = _split(raw)

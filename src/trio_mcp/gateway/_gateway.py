@@ -68,6 +68,7 @@ from ..actors._connection import (
 from ..actors._host import SEPARATOR, Host
 from ..actors._server import Context
 from ..protocol import (
+    CallToolRequestParams,
     CallToolResult,
     CompleteRequestParams,
     CompleteResult,
@@ -88,11 +89,13 @@ from ..protocol import (
     ResourceNotFound,
     ResourceTemplateReference,
     TextContent,
+    coerce,
 )
 from ..server._lowlevel import LowLevelServer, paginate
 from ..server._uri_template import UriTemplate
 from ..supervision import Backoff
 from ._config import Filter, Filters, ServerEntry, StdioEntry
+from ._tasks import TaskForwarding
 
 if TYPE_CHECKING:
     from ._fleet import Fleet
@@ -170,6 +173,8 @@ class _ForwardedCall(msgspec.Struct, kw_only=True, omit_defaults=True):
     name: str
     arguments: msgspec.Raw | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    #: 2025-11-25 task augmentation: such a call goes through the task forwarding.
+    task: Any = UNSET
 
 
 _read_call: Final = msgspec.json.Decoder(_ForwardedCall)
@@ -233,6 +238,9 @@ class Gateway(LowLevelServer):
         self.set_request_handler("prompts/get", GetPromptRequestParams, self._get_prompt)
         self.set_request_handler("resources/read", ReadResourceRequestParams, self._read_resource)
         self.set_request_handler("completion/complete", CompleteRequestParams, self._complete)
+        #: Task-augmented calls and the tasks/* methods, routed to the owning server.
+        self.task_forwarding = TaskForwarding(self)
+        self.task_forwarding.install()
 
     @property
     def order(self) -> list[str]:
@@ -404,6 +412,10 @@ class Gateway(LowLevelServer):
             params = _read_call.decode(raw)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params for tools/call: {exc}") from None
+        if self.task_forwarding.requested(ctx, params.task):
+            full = coerce(raw, CallToolRequestParams)
+            if self.task_forwarding.wants_task(ctx, full):
+                return await self.task_forwarding.call_tool(ctx, full)
         public = params.name
         server, tool = self._route("tool", public)
         conn = self.host.servers[server]

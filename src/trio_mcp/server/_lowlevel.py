@@ -26,7 +26,7 @@ from msgspec import UNSET
 from .._util import collapse_groups
 from ..actors import PeerLimits
 from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
-from ..actors._tasks import TaskRuntime
+from ..actors._tasks import HANDSHAKE_TASKS_CAPABILITY, TaskRuntime
 from ..protocol import (
     TASKS_EXTENSION_ID,
     Icon,
@@ -152,8 +152,8 @@ class LowLevelServer:
             )
         if "completion/complete" in h:
             caps["completions"] = {}
-        if self.tasks is not None:
-            caps["tasks"] = self.tasks.handshake_capability()
+        if "tasks/get" in h:  # a task runtime, or a gateway forwarding tasks
+            caps["tasks"] = dict(HANDSHAKE_TASKS_CAPABILITY)
         if self.extensions:
             caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}
         return ServerCapabilities(**caps)
