@@ -107,7 +107,9 @@ async def handle_post(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
     try:
-        await _post_session(app, session, frame, requests, batch, is_init, json_ok, sse_ok, receive, send)
+        await _post_session(
+            app, session, frame, requests, batch, is_init, json_ok, sse_ok, headers, receive, send
+        )
     finally:
         if ephemeral:
             app.end_session(session, "stateless request done")
@@ -122,6 +124,7 @@ async def _post_session(
     is_init: bool,
     json_ok: bool,
     sse_ok: bool,
+    headers: dict[str, str],
     receive: Receive,
     send: Send,
 ) -> None:
@@ -136,7 +139,7 @@ async def _post_session(
         raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
     mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
     conn = Conn(app.settings.sse_buffer, sse_ok)
-    stream = session.new_post_stream(ids, mode, conn, batch)
+    stream = session.new_post_stream(ids, mode, conn, batch, headers)
     if is_init:
         session.init_id = requests[0].id
     try:

@@ -79,6 +79,8 @@ class OutStream:
         self.done = False
         self.has_ids = False  # an event with an id was sent: the client can resume
         self.lock = trio.Lock()
+        #: The headers of the POST this stream answers (``Context.request_headers``).
+        self.headers: dict[str, str] | None = None
 
     # ------------------------------------------------------------ producer
 
