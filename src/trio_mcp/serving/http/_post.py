@@ -154,9 +154,12 @@ async def _post_session(
         if is_init:
             app.end_session(session, "initialize not accepted")
         raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-    # A JSON answer in a session needs no watcher for the client going
-    # away (the answer is written once, to whoever is there); an SSE
-    # stream, or a stateless request (whose end cancels it), does.
+    # A POST's answer in a session needs no watcher for the client going away:
+    # the request is not cancelled by it, a JSON answer is written once to
+    # whoever is there, and an SSE stream's events are stored for the client to
+    # resume (a resuming GET takes the stream over; writes to a closed
+    # connection are dropped by the server). A stateless request, whose
+    # client going away ends it, does need one.
     await pump(
         app,
         session,
@@ -166,7 +169,7 @@ async def _post_session(
         receive,
         send,
         sse_now=mode == "sse",
-        watch=mode == "sse" or session.id is None,
+        watch=session.id is None,
     )
     if session.id is None and not conn.complete:
         # A stateless request whose client went away: nobody can resume it.
