@@ -48,6 +48,9 @@ _LAZY = {
     "TaskClient": "_client_tasks",
     "TaskInfo": "_client_tasks",
     "TaskFailed": "_client_tasks",
+    "ClientCall": "_middleware",
+    "ClientMiddleware": "_middleware",
+    "ServerMiddleware": "_middleware",
 }
 
 

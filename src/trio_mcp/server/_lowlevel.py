@@ -25,6 +25,7 @@ from msgspec import UNSET
 
 from .._util import collapse_groups
 from ..actors import PeerLimits
+from ..actors._middleware import ServerMiddleware
 from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
 from ..actors._tasks import HANDSHAKE_TASKS_CAPABILITY, TaskRuntime
 from ..protocol import (
@@ -66,6 +67,7 @@ class LowLevelServer:
         limits: PeerLimits | None = None,
         tasks: TaskRuntime | bool = False,
         extensions: dict[str, dict[str, Any]] | None = None,
+        middleware: Sequence[ServerMiddleware] = (),
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -83,6 +85,9 @@ class LowLevelServer:
         self.notification_handlers: dict[str, Callable[[ServerSession, Any], Awaitable[None]]] = {}
         self.page_size = page_size
         self.limits = limits
+        #: Around every request of every session, first outermost (see
+        #: :meth:`add_middleware`); a session takes the chain it finds when it starts.
+        self.middleware: tuple[ServerMiddleware, ...] = tuple(middleware)
         self.lifespan = lifespan
         self.state: Any = None
         self.sessions: set[ServerSession] = set()
@@ -105,6 +110,13 @@ class LowLevelServer:
         return runtime
 
     # ------------------------------------------------------------ handlers
+
+    def add_middleware(self, middleware: ServerMiddleware) -> ServerMiddleware:
+        """Add ``async def middleware(ctx, call_next)`` at the inside of the chain
+        (it runs after those added before); usable as a decorator. Sessions
+        started from now on run it (see ``trio_mcp.actors._middleware``)."""
+        self.middleware = (*self.middleware, middleware)
+        return middleware
 
     def set_request_handler(
         self,

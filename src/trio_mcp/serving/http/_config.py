@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Final, Literal
 
 import attrs
@@ -165,9 +166,12 @@ HttpServerInfo = ServerInfo
 Mode = Literal["auto", "json", "sse"]
 
 
-def media_types(value: str | None) -> set[str]:
+@functools.lru_cache(maxsize=64)
+def media_types(value: str | None) -> frozenset[str]:
+    """The media types an ``Accept`` header accepts (q > 0); clients send the
+    same few values, so they are parsed once each."""
     if value is None:
-        return {"*/*"}
+        return frozenset({"*/*"})
     out = set()
     for part in value.split(","):
         media, _, params = part.strip().partition(";")
@@ -181,10 +185,10 @@ def media_types(value: str | None) -> set[str]:
                     q = 0.0
         if q > 0 and media:
             out.add(media.strip().lower())
-    return out
+    return frozenset(out)
 
 
-def accepts(types: set[str], media: str) -> bool:
+def accepts(types: frozenset[str], media: str) -> bool:
     major = media.partition("/")[0]
     return media in types or f"{major}/*" in types or "*/*" in types
 

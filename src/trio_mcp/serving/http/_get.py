@@ -5,8 +5,7 @@ a stream's events to one HTTP response."""
 from __future__ import annotations
 
 import logging
-import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["handle_delete", "handle_get", "pump", "session_headers"]
 
 log = logging.getLogger("trio_mcp.http.server")
+
+_SESSION_HEADER: Final = SESSION_HEADER.encode()
 
 
 def _stateless() -> HttpError:
@@ -103,7 +104,7 @@ def session_headers(session: HttpSessionStream) -> list[tuple[bytes, bytes]]:
     that has ended (a failed ``initialize`` names no session)."""
     if session.id is None or session.closed:
         return []
-    return [(SESSION_HEADER.encode(), session.id.encode())]
+    return [(_SESSION_HEADER, session.id.encode())]
 
 
 async def pump(
@@ -120,89 +121,31 @@ async def pump(
     watch: bool = True,
 ) -> None:
     """Write a stream's items to one HTTP response until the stream is
-    complete, the session ends, or the client goes away."""
-    settings = app.settings
-    started = False
-    finished = False
+    complete, the session ends, or the client goes away (``watch``: a task
+    watches for that; a JSON answer in a session needs none, and then runs
+    with no nursery and no cancel scope but its write bound)."""
     session.connections += 1
     app.response_started()
-
-    async def write(data: bytes, more: bool = True) -> None:
-        with trio.fail_after(settings.write_timeout):
-            await send({"type": "http.response.body", "body": data, "more_body": more})
-
-    async def last_write(status: int | None, data: bytes) -> None:
-        # Shielded from the disconnect watcher: once the response is
-        # complete the server reports a disconnect while it is still
-        # recycling the connection inside this very send (hypercorn),
-        # and cancelling that would strand the connection.
-        with trio.CancelScope(shield=True), trio.fail_after(settings.write_timeout):
-            if status is None:
-                await send({"type": "http.response.body", "body": data, "more_body": False})
-            else:
-                await respond(send, status, data, session_headers(session))
-
-    async def start_sse() -> None:
-        nonlocal started
-        started = True
-        app._sse_connections += 1
-        with trio.fail_after(settings.write_timeout):
-            await start_event_stream(send, session_headers(session))
-        if session.primes:
-            await write(format_retry(int(settings.retry_interval * 1000)))
-
+    writer = _Writer(app, session, send, shielded=watch)
     try:
-        async with trio.open_nursery() as nursery:
-            if watch:
+        if watch:
+            async with trio.open_nursery() as nursery:
                 nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-            try:
-                if sse_now:
-                    await start_sse()
-                for event_id, data in initial:
-                    await write(format_event(event_id, data))
-                while True:
-                    item: tuple[Any, ...] | None = None
-                    with trio.move_on_after(settings.ping_interval if started else math.inf):
-                        try:
-                            item = await conn.recv.receive()
-                        except trio.EndOfChannel:
-                            break
-                    if item is None:
-                        await write(PING)
-                    elif item[0] == "j":
-                        messages = item[1]
-                        batched = stream is not None and stream.batch
-                        body = encode(messages if batched else messages[0])
-                        status = 200
-                        if session.id is None and not batched and type(messages[0]) is ErrorResponse:
-                            # Stateless era: a protocol error has an HTTP status too.
-                            status = ERROR_STATUS.get(messages[0].error.code, 200)
-                        await last_write(status, body)
-                        finished = True
-                        break
-                    else:
-                        if not started:
-                            await start_sse()
-                        await write(format_event(item[1], item[2]))
-                if started:
-                    await last_write(None, b"")
-                    finished = True
-                elif not finished:
-                    await last_write(404, error_body(-32000, "Session ended before the request was answered"))
-                    finished = True
-            except trio.TooSlowError:
-                pass  # the client does not read: drop the connection, it can resume
-            finally:
-                nursery.cancel_scope.cancel()
+                try:
+                    await writer.run(stream, conn, initial, sse_now)
+                finally:
+                    nursery.cancel_scope.cancel()
+        else:
+            await writer.run(stream, conn, initial, sse_now)
     finally:
         session.connections -= 1
         app.response_ended()
         session.touch()
-        if started:
+        if writer.started:
             app._sse_connections -= 1
         if stream is not None:
             stream.detach(conn)
-        if finished and conn.complete:
+        if writer.finished and conn.complete:
             target = (
                 forget
                 if forget is not None
@@ -210,3 +153,126 @@ async def pump(
             )
             if target is not None:
                 app.forget_later(session, target)
+
+
+class _Writer:
+    """One HTTP response of a stream: JSON (one write) or SSE."""
+
+    __slots__ = ("app", "finished", "prefix", "send", "session", "settings", "shielded", "started")
+
+    def __init__(
+        self, app: StreamableHttpApp, session: HttpSessionStream, send: Send, *, shielded: bool
+    ) -> None:
+        self.app = app
+        self.settings = app.settings
+        self.session = session
+        self.send = send
+        #: The last write is shielded from the disconnect watcher (when there is one).
+        self.shielded = shielded
+        self.started = False
+        self.finished = False
+        #: What goes out in front of the next body write (the SSE ``retry`` hint).
+        self.prefix = b""
+
+    async def run(self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool) -> None:
+        try:
+            await self._run(stream, conn, initial, sse_now)
+        except trio.TooSlowError:
+            pass  # the client does not read: drop the connection, it can resume
+
+    async def _run(self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool) -> None:
+        if sse_now:
+            await self.start_sse()
+        if initial:
+            await self.write(b"".join(format_event(event_id, data) for event_id, data in initial))
+        recv = conn.recv
+        while True:
+            if self.started:
+                item: tuple[Any, ...] | None = None
+                with trio.move_on_after(self.settings.ping_interval):
+                    try:
+                        item = await recv.receive()
+                    except trio.EndOfChannel:
+                        break
+                if item is None:
+                    await self.write(PING)
+                    continue
+            else:
+                try:
+                    item = await recv.receive()
+                except trio.EndOfChannel:
+                    break
+            if item[0] == "j":
+                await self.json_answer(item[1], stream is not None and stream.batch)
+                return
+            if not self.started:
+                await self.start_sse()
+            # Every event already queued goes out in one write; with the end
+            # of the stream, in the response's last write.
+            data = format_event(item[1], item[2])
+            while True:
+                try:
+                    more = recv.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                except trio.EndOfChannel:
+                    await self.last_write(None, data)
+                    return
+                data += format_event(more[1], more[2])
+            await self.write(data)
+        if self.started:
+            await self.last_write(None, b"")
+        else:
+            await self.last_write(404, error_body(-32000, "Session ended before the request was answered"))
+
+    async def json_answer(self, messages: list[Any], batched: bool) -> None:
+        """The whole JSON answer: start and body, straight to the server."""
+        body = encode(messages if batched else messages[0])
+        status = 200
+        if self.session.id is None and not batched and type(messages[0]) is ErrorResponse:
+            # Stateless era: a protocol error has an HTTP status too.
+            status = ERROR_STATUS.get(messages[0].error.code, 200)
+        headers = session_headers(self.session)
+        if self.shielded:  # see last_write
+            with trio.CancelScope(shield=True), trio.fail_after(self.settings.write_timeout):
+                await respond(self.send, status, body, headers)
+        else:
+            with trio.fail_after(self.settings.write_timeout):
+                await respond(self.send, status, body, headers)
+        self.finished = True
+
+    async def write(self, data: bytes) -> None:
+        if self.prefix:
+            data, self.prefix = self.prefix + data, b""
+        with trio.fail_after(self.settings.write_timeout):
+            await self.send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def last_write(self, status: int | None, data: bytes) -> None:
+        if self.shielded:
+            # Shielded from the disconnect watcher: once the response is
+            # complete the server reports a disconnect while it is still
+            # recycling the connection inside this very send (hypercorn), and
+            # cancelling that would strand the connection.
+            with trio.CancelScope(shield=True):
+                await self._last_write(status, data)
+        else:
+            await self._last_write(status, data)
+        self.finished = True
+
+    async def _last_write(self, status: int | None, data: bytes) -> None:
+        with trio.fail_after(self.settings.write_timeout):
+            if status is None:
+                if self.prefix:
+                    data, self.prefix = self.prefix + data, b""
+                await self.send({"type": "http.response.body", "body": data, "more_body": False})
+            else:
+                await respond(self.send, status, data, session_headers(self.session))
+
+    async def start_sse(self) -> None:
+        self.started = True
+        self.app._sse_connections += 1
+        settings = self.settings
+        with trio.fail_after(settings.write_timeout):
+            await start_event_stream(self.send, session_headers(self.session))
+        if self.session.primes:  # sent with the first event (or ping)
+            self.prefix = format_retry(int(settings.retry_interval * 1000))

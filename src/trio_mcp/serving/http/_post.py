@@ -120,7 +120,9 @@ async def handle_post(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
     try:
-        await _post_session(app, session, frame, requests, batch, is_init, json_ok, sse_ok, receive, send)
+        await _post_session(
+            app, session, frame, requests, batch, is_init, json_ok, sse_ok, headers, receive, send
+        )
     finally:
         if ephemeral:
             app.end_session(session, "stateless request done")
@@ -158,6 +160,7 @@ async def _post_session(
     is_init: bool,
     json_ok: bool,
     sse_ok: bool,
+    headers: dict[str, str],
     receive: Receive,
     send: Send,
 ) -> None:
@@ -172,7 +175,7 @@ async def _post_session(
         raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
     mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
     conn = Conn(app.settings.sse_buffer, sse_ok)
-    stream = session.new_post_stream(ids, mode, conn, batch)
+    stream = session.new_post_stream(ids, mode, conn, batch, headers)
     if is_init:
         session.init_id = requests[0].id
     try:
@@ -187,9 +190,12 @@ async def _post_session(
         if is_init:
             app.end_session(session, "initialize not accepted")
         raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-    # A JSON answer in a session needs no watcher for the client going
-    # away (the answer is written once, to whoever is there); an SSE
-    # stream, or a stateless request (whose end cancels it), does.
+    # A POST's answer in a session needs no watcher for the client going away:
+    # the request is not cancelled by it, a JSON answer is written once to
+    # whoever is there, and an SSE stream's events are stored for the client to
+    # resume (a resuming GET takes the stream over; writes to a closed
+    # connection are dropped by the server). A stateless request, whose
+    # client going away ends it, does need one.
     await pump(
         app,
         session,
@@ -199,7 +205,7 @@ async def _post_session(
         receive,
         send,
         sse_now=mode == "sse",
-        watch=mode == "sse" or session.id is None,
+        watch=session.id is None,
     )
     if session.id is None and not conn.complete:
         # A stateless request whose client went away: nobody can resume it.
