@@ -156,6 +156,11 @@ async def pump(
                             break
                     if item is None:
                         await write(PING)
+                    elif item[0] == "x":  # every request of this POST was cancelled
+                        if not started:
+                            await last_write(202, b"")
+                            finished = True
+                        break
                     elif item[0] == "j":
                         messages = item[1]
                         batched = stream is not None and stream.batch

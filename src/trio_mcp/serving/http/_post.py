@@ -183,20 +183,10 @@ async def _post_session(
         if is_init:
             app.end_session(session, "initialize not accepted")
         raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-    # A JSON answer in a session needs no watcher for the client going
-    # away (the answer is written once, to whoever is there); an SSE
-    # stream, or a stateless request (whose end cancels it), does.
-    await pump(
-        app,
-        session,
-        stream,
-        conn,
-        [],
-        receive,
-        send,
-        sse_now=mode == "sse",
-        watch=mode == "sse" or session.id is None,
-    )
+    # Every response watches for the client going away (a JSON answer too:
+    # its request may never be answered, and its connection and task must
+    # not wait for the session's end).
+    await pump(app, session, stream, conn, [], receive, send, sse_now=mode == "sse")
     if session.id is None and not conn.complete:
         # A stateless request whose client went away: nobody can resume it.
         app.end_session(session, "client went away")
