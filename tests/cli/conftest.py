@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = str(ROOT / "examples" / "everything_server.py")
+from ._procs import EXAMPLE, ROOT, stop_group
+
 CLI = [sys.executable, "-m", "trio_mcp.cli"]
 
 
@@ -34,9 +31,4 @@ def http_url() -> Iterator[str]:
         assert "serving" in line and "http://127.0.0.1:" in line, line
         yield line.strip().rsplit(" ", 1)[-1]
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
+        stop_group(server)

@@ -433,6 +433,16 @@ class ServerSession:
         self._initialized = True
         self._initialized_event.set()
 
+    def assume_initialized(self, version: str) -> None:
+        """Serve as if ``initialize`` had negotiated ``version`` with a client
+        that declared no capabilities (a stateless HTTP server: no handshake
+        reaches this session)."""
+        if version not in HANDSHAKE_VERSIONS:
+            raise ValueError(f"not a handshake-era protocol version: {version!r}")
+        self.protocol_version = version
+        self._initialize_answered = True
+        self._mark_initialized()
+
     async def handle_notification(self, method: str, params: Any) -> None:
         handler = getattr(self.app, "notification_handlers", {}).get(method)
         if handler is not None:

@@ -2,9 +2,10 @@
 
     trio-mcp demo
     trio-mcp run FILE.py[:OBJ] -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
+        [--allowed-host NAME]... [--allowed-origin ORIGIN]... [--json-response] [--stateless]
     trio-mcp list TARGET [--json]
     trio-mcp call TARGET TOOL key=value ... [--json]
-    trio-mcp gateway CONFIG.json -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
+    trio-mcp gateway CONFIG.json -t stdio|http|sse|ws [--host …] [--port …] [--path …] (as run)
     trio-mcp bench TARGET TOOL key=value ... [-c 16] [-d 10 | -n CALLS] [--warmup 1] [--json]
 
 TARGET is a URL (``http(s)://…/mcp``, ``…/sse``, ``ws://…``) or, after
@@ -21,6 +22,8 @@ from typing import Any
 
 import msgspec
 
+from ._serve import serving_options
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trio-mcp", description="The Model Context Protocol on trio.")
@@ -32,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     served.add_argument("--crash-after", type=int, default=None)
     run = sub.add_parser("run", help="serve a server object from a Python file")
     run.add_argument("app", metavar="FILE.py[:OBJ]")
-    _serving_options(run)
+    serving_options(run)
     ls = sub.add_parser("list", help="list a server's tools, prompts and resources")
     ls.add_argument("target", nargs="*", metavar="TARGET")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
@@ -63,21 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="one JSON object instead of the report")
     gateway = sub.add_parser("gateway", help="serve the servers of an mcpServers config file as one server")
     gateway.add_argument("config", metavar="CONFIG.json")
-    _serving_options(gateway)
+    serving_options(gateway)
     gateway.add_argument(
         "--inherit-env",
         action="store_true",
         help="stdio servers get our whole environment (default: a safe subset plus their env)",
     )
     return parser
-
-
-def _serving_options(parser: argparse.ArgumentParser) -> None:
-    """How ``run`` and ``gateway`` serve: transport, address and path."""
-    parser.add_argument("-t", "--transport", choices=("stdio", "http", "sse", "ws"), default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--path", default="/mcp")
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -222,7 +217,7 @@ async def _bench(target: list[str], tool: str, pairs: list[str], args: argparse.
 
 async def _gateway(args: argparse.Namespace) -> None:
     from ..gateway import load_config, open_gateway
-    from ._targets import serve
+    from ._serve import ServeOptions, gateway_readiness, serve
 
     config = load_config(args.config, inherit_env=args.inherit_env)
     async with open_gateway(config) as gateway:
@@ -230,7 +225,7 @@ async def _gateway(args: argparse.Namespace) -> None:
             print(
                 f"trio-mcp: gateway: left out (could not start): {', '.join(gateway.failed)}", file=sys.stderr
             )
-        await serve(gateway, args.transport, host=args.host, port=args.port, path=args.path)
+        await serve(gateway, ServeOptions.from_args(args), readiness=gateway_readiness(gateway))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,10 +254,11 @@ def main(argv: list[str] | None = None) -> int:
             serve_demo_stdio(crash_after=args.crash_after)
             return 0
         if args.command == "run":
-            from ._targets import load_app, serve
+            from ._serve import ServeOptions, serve
+            from ._targets import load_app
 
             app = load_app(args.app)
-            trio.run(lambda: serve(app, args.transport, host=args.host, port=args.port, path=args.path))
+            trio.run(lambda: serve(app, ServeOptions.from_args(args)))
             return 0
         if args.command == "gateway":
             trio.run(_gateway, args)

@@ -89,31 +89,3 @@ async def open_target(target: Sequence[str], **client_options: Any) -> AsyncIter
             async with open_session(stream, **client_options) as session:
                 yield session
             nursery.cancel_scope.cancel()
-
-
-async def serve(app: Any, transport: str, *, host: str, port: int, path: str, out: Any = None) -> None:
-    """Serve ``app`` until cancelled (stdio: until stdin closes)."""
-    out = out or sys.stderr
-    if transport == "stdio":
-        from ..transports.stdio import stdio_server_stream
-
-        async with stdio_server_stream() as stream:
-            await app.serve(stream)
-        return
-    with collapse_groups():
-        async with app.running(), trio.open_nursery() as nursery:
-            if transport == "http":
-                from ..serving.http import HttpServer
-
-                info = await nursery.start(HttpServer(app, host=host, port=port, path=path).run)
-            elif transport == "sse":
-                from ..transports.sse import SseServer
-
-                info = await nursery.start(SseServer(app, host=host, port=port).run)
-            elif transport == "ws":
-                from ..transports.websocket import WebSocketServer
-
-                info = await nursery.start(WebSocketServer(app, host=host, port=port, path=path).run)
-            else:
-                raise TargetError(f"unknown transport {transport!r}: stdio, http, sse or ws")
-            print(f"serving {app.info.name} over {transport} at {info.url}", file=out, flush=True)

@@ -11,17 +11,20 @@ Modules: ``_app`` (the ASGI app: routing, lifecycle), ``_post`` / ``_get``
 (the handlers of each HTTP method), ``_session`` (one session's
 MessageStream and routing), ``_streams`` (its SSE streams), ``_sessions``
 (the registry), ``_eventstore``, ``_stateless`` (2026-07-28 requests),
-``_config`` (settings), ``_server`` (hypercorn).
+``_config`` (settings), ``_cors``, ``_health`` (``/healthz``, ``/readyz``),
+``_server`` (hypercorn).
 """
 
-from ._app import StreamableHttpApp
+from ._app import AsgiCallable, StreamableHttpApp
 from ._config import HttpServerInfo, HttpServerSettings, HttpServerStatistics
 from ._eventstore import EventStore, MemoryEventStore, StoredEvent
+from ._health import Readiness
 from ._server import HttpServer
 from ._session import HttpSessionStream, close_sse_stream
 from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 
 __all__ = [
+    "AsgiCallable",
     "EventStore",
     "ExpiryPolicy",
     "HttpServer",
@@ -31,6 +34,7 @@ __all__ = [
     "HttpSessionStream",
     "MemoryEventStore",
     "MemorySessionRegistry",
+    "Readiness",
     "SessionRegistry",
     "StoredEvent",
     "StreamableHttpApp",

@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -115,14 +115,19 @@ from ._config import (
     HttpServerSettings,
     HttpServerStatistics,
 )
+from ._cors import is_preflight, preflight_headers, with_cors
 from ._eventstore import EventStore, MemoryEventStore
 from ._get import handle_delete, handle_get
+from ._health import Readiness, answer_health, answer_ready
 from ._post import handle_post
 from ._session import HttpSessionStream
 from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 from ._stateless import StatelessPath
 
-__all__ = ["StreamableHttpApp"]
+__all__ = ["AsgiCallable", "StreamableHttpApp"]
+
+#: An ASGI 3 application (a custom route).
+AsgiCallable = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("trio_mcp.http.server")
 
@@ -137,6 +142,13 @@ class StreamableHttpApp(AsgiApp):
     Sessions run in the nursery of :meth:`run` (``await
     nursery.start(app.run)``); when served by a plain ASGI server the app
     runs itself inside the ASGI lifespan instead.
+
+    Besides the MCP endpoint it answers ``GET /healthz`` and ``GET /readyz``
+    (see :mod:`._health`; ``readiness`` is an optional callback adding to
+    the readiness report), and the custom ``routes``: ASGI apps by path
+    (``"/path"`` exactly, or every path under ``"/prefix/"``), also added
+    with :meth:`mount`. Every route passes the same ``Host`` and ``Origin``
+    checks as the MCP endpoint.
     """
 
     def __init__(
@@ -146,6 +158,8 @@ class StreamableHttpApp(AsgiApp):
         settings: HttpServerSettings | None = None,
         event_store: EventStore | None | str = DEFAULT_STORE,
         registry: SessionRegistry | None = None,
+        routes: Mapping[str, AsgiCallable] | None = None,
+        readiness: Readiness | None = None,
         **options: Any,
     ) -> None:
         if settings is None:
@@ -186,8 +200,36 @@ class StreamableHttpApp(AsgiApp):
         self._sse_connections = 0
         self._pumps = 0
         self._pumps_done = trio.Event()
-        #: Stateless (2026-07-28) requests.
+        #: Stateless requests (2026-07-28, and all of them with ``stateless=True``).
         self.stateless = StatelessPath(self)
+        #: Adds to the ``/readyz`` report (see :mod:`._health`).
+        self.readiness = readiness
+        self._exact: dict[str, AsgiCallable] = {}
+        self._prefixes: list[tuple[str, AsgiCallable]] = []
+        for path, route in (routes or {}).items():
+            self.mount(path, route)
+
+    def mount(self, path: str, app: AsgiCallable) -> None:
+        """Serve the ASGI app ``app`` at ``path`` (exactly), or at every path
+        under it when ``path`` ends with ``/``. It receives ``http`` scopes only,
+        after the ``Host`` and ``Origin`` checks."""
+        settings = self.settings
+        if not path.startswith("/"):
+            raise ValueError(f"a route's path must start with '/', not {path!r}")
+        taken = {settings.path, settings.health_path, settings.ready_path, *self._exact}
+        taken.update(prefix for prefix, _ in self._prefixes)
+        if path in taken:
+            raise ValueError(f"the path {path!r} is taken already")
+        if path.endswith("/"):
+            self._prefixes.append((path, app))
+            self._prefixes.sort(key=lambda item: -len(item[0]))  # the longest prefix wins
+        else:
+            self._exact[path] = app
+
+    @property
+    def running(self) -> bool:
+        """Whether the app hosts sessions now (started, not stopping)."""
+        return self._nursery is not None and not self._closed
 
     # ------------------------------------------------------------ lifecycle
 
@@ -198,6 +240,9 @@ class StreamableHttpApp(AsgiApp):
         if self._running:
             raise RuntimeError("a StreamableHttpApp runs once at a time")
         self._running = True
+        if self.settings.stateless and self._shared is None:
+            assert self._factory is not None
+            self._shared = self._factory()  # no sessions: one app serves every request
         try:
             async with trio.open_nursery() as nursery:
                 if self._shared is not None:
@@ -376,14 +421,33 @@ class StreamableHttpApp(AsgiApp):
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_map(scope)
+        path = scope.get("path")
+        settings = self.settings
         try:
-            if scope.get("path") != self.settings.path:
-                raise HttpError(404, "Not found")
-            if self.settings.dns_rebinding_protection:
+            route = None
+            if path != settings.path:
+                route = self._exact.get(path) if path is not None else None
+                if route is None and path not in (settings.health_path, settings.ready_path):
+                    route = self._prefixed(path)
+                    if route is None:
+                        raise HttpError(404, "Not found")
+            if settings.dns_rebinding_protection:
                 if not self._policy.host_allowed(headers.get("host")):
                     raise HttpError(421, "Host not allowed")
                 if not self._policy.origin_allowed(headers.get("origin")):
                     raise HttpError(403, "Origin not allowed")
+            if route is not None:
+                await route(scope, receive, send)
+                return
+            if path == settings.health_path and path != settings.path:
+                await answer_health(scope, send)
+                return
+            if path == settings.ready_path and path != settings.path:
+                await answer_ready(self, scope, send)
+                return
+            origin = headers.get("origin")
+            if origin is not None:
+                send = with_cors(send, origin)
             method = scope.get("method", "GET")
             if method == "POST":
                 await handle_post(self, scope, receive, send, headers)
@@ -391,10 +455,19 @@ class StreamableHttpApp(AsgiApp):
                 await handle_get(self, receive, send, headers)
             elif method == "DELETE":
                 await handle_delete(self, send, headers)
+            elif is_preflight(method, headers):
+                await respond(send, 204, b"", preflight_headers(headers, settings.cors_max_age))
             else:
                 raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
         except HttpError as exc:
             await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
+
+    def _prefixed(self, path: str | None) -> AsgiCallable | None:
+        if path is not None:
+            for prefix, route in self._prefixes:
+                if path.startswith(prefix):
+                    return route
+        return None
 
     # ---------------------------------------------------------------- checks
 

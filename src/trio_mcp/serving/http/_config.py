@@ -97,10 +97,25 @@ class HttpServerSettings:
     #: last event was written: the client may not have received it (a write
     #: to a dead connection succeeds) and may still resume.
     completed_stream_retention: float = 30.0
+    #: Serve handshake-era requests without sessions (as the official SDK's
+    #: stateless mode): no ``Mcp-Session-Id``, every POST answered on its
+    #: own, ``GET`` and ``DELETE`` refused with ``405``.
+    stateless: bool = False
+    #: ``GET`` here answers ``200`` while the process is alive (``None``: no such route).
+    health_path: str | None = "/healthz"
+    #: ``GET`` here answers ``200`` when the server takes sessions, else ``503``
+    #: (``None``: no such route).
+    ready_path: str | None = "/readyz"
+    #: Seconds the readiness callback may take (not ready after).
+    readiness_timeout: float = 5.0
+    #: Seconds a browser may cache a CORS preflight answer.
+    cors_max_age: int = 600
 
     def __attrs_post_init__(self) -> None:
-        if not self.path.startswith("/"):
-            raise ValueError("path must start with '/'")
+        for name in ("path", "health_path", "ready_path"):
+            value = getattr(self, name)
+            if value is not None and not value.startswith("/"):
+                raise ValueError(f"{name} must start with '/'")
         check_positive(
             self,
             (
@@ -116,6 +131,8 @@ class HttpServerSettings:
                 "store_timeout",
                 "completed_stream_retention",
                 "body_timeout",
+                "readiness_timeout",
+                "cors_max_age",
             ),
         )
         for name in ("session_idle_timeout", "handshake_timeout"):

@@ -33,7 +33,18 @@ __all__ = ["handle_delete", "handle_get", "pump", "session_headers"]
 log = logging.getLogger("trio_mcp.http.server")
 
 
+def _stateless() -> HttpError:
+    """GET and DELETE on a stateless server: there is no session, and no GET stream."""
+    return HttpError(
+        405,
+        "Method not allowed: this server is stateless (no sessions, no GET stream)",
+        headers=[(b"allow", b"POST")],
+    )
+
+
 async def handle_get(app: StreamableHttpApp, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    if app.settings.stateless:
+        raise _stateless()
     if not accepts(media_types(headers.get("accept")), "text/event-stream"):
         raise HttpError(406, "Not Acceptable: the GET stream is text/event-stream")
     session = await app.session_for(headers)
@@ -80,6 +91,8 @@ async def handle_get(app: StreamableHttpApp, receive: Receive, send: Send, heade
 
 
 async def handle_delete(app: StreamableHttpApp, send: Send, headers: dict[str, str]) -> None:
+    if app.settings.stateless:
+        raise _stateless()
     session = await app.session_for(headers)
     app.end_session(session, "deleted by the client")
     await respond(send, 200, b"")

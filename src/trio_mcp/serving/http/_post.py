@@ -71,6 +71,10 @@ async def handle_post(
             await respond(send, 400, encode(error_response(None, refusal)))
             return
     requests = [m for m in items if type(m) is Request]
+    if app.settings.stateless and not app.stateless.is_stateless(headers, requests):
+        # A stateless server: handshake-era requests are answered without sessions.
+        await app.stateless.serve_handshake(frame, requests, headers, json_ok, sse_ok, receive, send)
+        return
     # An initialize that says it is of the stateless era is a removed method there (404).
     modern_header = headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS
     is_init = any(m.method == "initialize" for m in requests) and not modern_header

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 import trio
 
 from ...transports._base import ServerInfo, host_in_url
-from ...transports.http._security import LOCAL_HOSTS
-from ._app import StreamableHttpApp
+from ...transports.http._security import LOCAL_HOSTS, WILDCARD_BINDS, wildcard_hosts
+from ._app import AsgiCallable, StreamableHttpApp
 from ._config import DEFAULT_STORE, HttpServerInfo, HttpServerSettings, HttpServerStatistics
 from ._eventstore import EventStore
+from ._health import Readiness
+from ._sessions import SessionRegistry
 
 __all__ = ["HttpServer"]
 
@@ -24,10 +27,14 @@ class HttpServer:
     with the bound port (``port=0`` picks a free one). :meth:`stop` (or
     cancelling ``run``) ends every session and stream, then the listener.
 
-    Options are :class:`HttpServerSettings` fields (or ``settings=``).
-    Binding a specific non-loopback address adds it to ``allowed_hosts``;
-    for a wildcard bind (``0.0.0.0``, ``::``) pass ``allowed_hosts`` with
-    the names clients use.
+    Options are :class:`HttpServerSettings` fields (or ``settings=``);
+    ``routes``, ``readiness``, ``registry`` and ``event_store`` are those of
+    :class:`StreamableHttpApp`. Without ``allowed_hosts``, the server answers
+    the loopback names; binding a specific address adds that address; a
+    wildcard bind (``0.0.0.0``, ``::``) adds any IP address and this
+    machine's host names (:func:`wildcard_hosts`): pass ``allowed_hosts``
+    (``"*"`` for any) to answer other names, such as a DNS name or the one a
+    proxy forwards.
     """
 
     def __init__(
@@ -39,25 +46,32 @@ class HttpServer:
         path: str = "/mcp",
         settings: HttpServerSettings | None = None,
         event_store: EventStore | None | str = DEFAULT_STORE,
+        registry: SessionRegistry | None = None,
+        routes: Mapping[str, AsgiCallable] | None = None,
+        readiness: Readiness | None = None,
         graceful_timeout: float = 2.0,
         **options: Any,
     ) -> None:
         if settings is None:
-            if "allowed_hosts" not in options and host not in (
-                "127.0.0.1",
-                "localhost",
-                "::1",
-                "0.0.0.0",
-                "::",
-            ):
-                options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
+            if "allowed_hosts" not in options:
+                if host in WILDCARD_BINDS:
+                    options["allowed_hosts"] = wildcard_hosts()
+                elif host not in ("127.0.0.1", "localhost", "::1"):
+                    options["allowed_hosts"] = (*LOCAL_HOSTS, host_in_url(host))
             settings = HttpServerSettings(path=path, **options)
         else:
             if path != "/mcp":
                 options["path"] = path
             if options:
                 settings = attrs.evolve(settings, **options)
-        self.asgi = StreamableHttpApp(app, settings=settings, event_store=event_store)
+        self.asgi = StreamableHttpApp(
+            app,
+            settings=settings,
+            event_store=event_store,
+            registry=registry,
+            routes=routes,
+            readiness=readiness,
+        )
         self.host = host
         self.port = port
         self.graceful_timeout = graceful_timeout
@@ -70,6 +84,10 @@ class HttpServer:
         if self.info is None:
             raise RuntimeError("the server is not running yet")
         return self.info.url
+
+    def mount(self, path: str, app: AsgiCallable) -> None:
+        """Serve the ASGI app ``app`` at ``path`` (see :meth:`StreamableHttpApp.mount`)."""
+        self.asgi.mount(path, app)
 
     def stop(self) -> None:
         """Ask ``run`` to end (graceful; returns at once)."""

@@ -25,6 +25,7 @@ from ...protocol import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
+    V2025_03_26,
     ErrorResponse,
     Frame,
     HeaderMismatch,
@@ -162,12 +163,19 @@ class _InlineAnswer:
     handler's notifications, then the answer. No event ids: nothing of a
     stateless request can be resumed."""
 
-    __slots__ = ("app", "lock", "mode", "nursery", "send", "sse_ok", "started")
+    __slots__ = ("app", "error_status", "lock", "mode", "nursery", "send", "sse_ok", "started")
 
     def __init__(
-        self, app: StreamableHttpApp, send: Send, mode: Mode, sse_ok: bool, nursery: trio.Nursery
+        self,
+        app: StreamableHttpApp,
+        send: Send,
+        mode: Mode,
+        sse_ok: bool,
+        nursery: trio.Nursery,
+        error_status: bool,
     ) -> None:
         self.app = app
+        self.error_status = error_status
         self.send = send
         self.mode: Mode = mode
         self.sse_ok = sse_ok
@@ -220,7 +228,7 @@ class _InlineAnswer:
                 await self._write(b"", more=False)
                 return
             status = 200
-            if type(reply) is ErrorResponse:
+            if self.error_status and type(reply) is ErrorResponse:
                 status = ERROR_STATUS.get(reply.error.code, 200)  # the stateless era gives errors a status
             with trio.fail_after(self.app.settings.write_timeout):
                 await respond(self.send, status, encode(reply))
@@ -235,6 +243,10 @@ class StatelessPath:
         #: The server session serving stateless requests inline (see serve_inline).
         self._stateless: Any = None
         self._stateless_methods: tuple[str, ...] = ()
+        #: With ``stateless=True``: a server session per handshake version, and
+        #: the app's methods they were made for.
+        self._handshake: dict[str, Any] = {}
+        self._handshake_methods: tuple[str, ...] = ()
         #: Stateless requests being answered inline (cancelled when the server stops).
         self._inline_answers: set[_InlineAnswer] = set()
         #: Per app: (its ``tools`` list, name -> Tool, or (annotations or None, input
@@ -249,6 +261,7 @@ class StatelessPath:
         for answer in list(self._inline_answers):
             answer.nursery.cancel_scope.cancel()
         self._stateless = None
+        self._handshake.clear()
 
     async def param_problem(
         self, server_session: Any, scope: Scope, headers: dict[str, str], request: Request
@@ -362,7 +375,7 @@ class StatelessPath:
         no channels per request. The handler's notifications go on this
         request's SSE stream (``auto`` mode switches to SSE for the first one);
         the client going away cancels the handler."""
-        if self.app._nursery is None or self.app._closed:
+        if not self.app.running:
             raise HttpError(503, "Server is not running")
         server = self.server()
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
@@ -371,11 +384,73 @@ class StatelessPath:
             if problem is not None:
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
                 return
+        await self._answer(server, request, json_ok, sse_ok, receive, send, error_status=True)
+
+    async def serve_handshake(
+        self,
+        frame: Frame | list[Frame],
+        requests: list[Request],
+        headers: dict[str, str],
+        json_ok: bool,
+        sse_ok: bool,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """A handshake-era POST to a server with ``stateless=True``: answered on
+        its own, without a session. ``initialize`` is answered by a fresh server
+        session (no ``Mcp-Session-Id``); every other request by a server session
+        of the shared app that takes the version of ``MCP-Protocol-Version`` (or
+        2025-03-26 without it) as negotiated, with a client that declared no
+        capabilities. Notifications and responses are accepted (``202``) and
+        dropped: there is no session for them."""
+        if not self.app.running:
+            raise HttpError(503, "Server is not running")
+        if type(frame) is list:
+            raise HttpError(
+                400, "Invalid Request: this server is stateless and takes no batches", code=-32600
+            )
+        if not requests:
+            await respond(send, 202, b"")
+            return
+        request = requests[0]
+        app = self.app._shared
+        if request.method == "initialize":
+            server = ServerSession(app, _NoWire(), limits=app.limits, name="http:stateless")
+        else:
+            version = headers.get(VERSION_HEADER, "").strip() or V2025_03_26
+            server = self._handshake_server(version)
+        await self._answer(server, request, json_ok, sse_ok, receive, send, error_status=False)
+
+    def _handshake_server(self, version: str) -> Any:
+        app = self.app._shared
+        methods = tuple(app.request_handlers)
+        if methods != self._handshake_methods:
+            self._handshake.clear()  # a session works out its capabilities once
+            self._handshake_methods = methods
+        server = self._handshake.get(version)
+        if server is None:
+            server = ServerSession(app, _NoWire(), limits=app.limits, name=f"http:stateless:{version}")
+            server.assume_initialized(version)
+            self._handshake[version] = server
+        return server
+
+    async def _answer(
+        self,
+        server: Any,
+        request: Request,
+        json_ok: bool,
+        sse_ok: bool,
+        receive: Receive,
+        send: Send,
+        *,
+        error_status: bool,
+    ) -> None:
+        """Serve ``request`` in this task with ``server`` and write its answer."""
         mode = answer_mode(self.app.settings.json_response, json_ok, sse_ok)
         self.app.response_started()
         try:
             async with trio.open_nursery() as nursery:
-                answer = _InlineAnswer(self.app, send, mode, sse_ok, nursery)
+                answer = _InlineAnswer(self.app, send, mode, sse_ok, nursery, error_status)
                 self._inline_answers.add(answer)
                 nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
                 try:

@@ -8,7 +8,9 @@ answers only the names it is known by is safe from that.
 Allow-list entries:
 
 * hosts: ``"localhost"`` (any port) or ``"localhost:8080"`` (that port only);
-  IPv6 literals in brackets, ``"[::1]"``. ``"*"`` allows every host.
+  IPv6 literals in brackets, ``"[::1]"``. ``"*"`` allows every host;
+  :data:`ANY_IP` allows every IP-address literal (a browser sends one only
+  to a page loaded from that address, so it cannot be a rebound name).
 * origins: a host name as above (``http``/``https``, any port) or a full
   origin ``"https://app.example.com"`` / ``"http://localhost:3000"`` (that
   scheme, host and port). ``"*"`` allows every origin.
@@ -21,14 +23,47 @@ not parse is refused, whatever the allow-list says (``"*"`` aside).
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["LOCAL_HOSTS", "HostPolicy", "parse_origin", "split_host"]
+__all__ = [
+    "ANY_IP",
+    "LOCAL_HOSTS",
+    "WILDCARD_BINDS",
+    "HostPolicy",
+    "parse_origin",
+    "split_host",
+    "wildcard_hosts",
+]
 
 #: The default allow-list: the loopback names, any port.
 LOCAL_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
+
+#: An allowed-hosts entry that admits any IP-address literal (``10.0.0.5:8000``, ``[fe80::1]``).
+ANY_IP: Final = "<ip-address>"
+
+#: Addresses that bind every interface.
+WILDCARD_BINDS: Final = ("0.0.0.0", "::")
+
+
+def wildcard_hosts() -> tuple[str, ...]:
+    """The ``Host`` names a server bound to every interface answers by
+    default: the loopback names, this machine's host name and fully
+    qualified name, and any IP address (a ``Host`` that is an address cannot
+    come from a rebound DNS name)."""
+    names = {socket.gethostname().lower(), socket.getfqdn().lower()} - {""}
+    return (*LOCAL_HOSTS, *sorted(names - set(LOCAL_HOSTS)), ANY_IP)
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name[1:-1] if name.startswith("[") else name)
+    except ValueError:
+        return False
+    return True
 
 
 def split_host(value: str) -> tuple[str, str | None]:
@@ -56,10 +91,13 @@ class HostPolicy:
 
     def __init__(self, allowed_hosts: Iterable[str], allowed_origins: Iterable[str]) -> None:
         self._any_host = False
+        self._any_ip = False
         self._hosts: set[tuple[str, str | None]] = set()
         for entry in allowed_hosts:
             if entry == "*":
                 self._any_host = True
+            elif entry == ANY_IP:
+                self._any_ip = True
             else:
                 self._hosts.add(split_host(entry))
         self._any_origin = False
@@ -82,7 +120,9 @@ class HostPolicy:
         if not host:
             return False
         name, port = split_host(host)
-        return (name, None) in self._hosts or (port is not None and (name, port) in self._hosts)
+        if (name, None) in self._hosts or (port is not None and (name, port) in self._hosts):
+            return True
+        return self._any_ip and _is_ip(name)
 
     def origin_allowed(self, origin: str | None) -> bool:
         """A request without ``Origin`` (not from a browser page) is allowed;

@@ -1,0 +1,202 @@
+"""How ``trio-mcp run`` and ``trio-mcp gateway`` serve: the transport, the
+address, and the options of the network servers.
+
+Allowed ``Host`` names (DNS-rebinding protection) are the loopback names,
+plus the bound address when it is a specific one; bound to every interface
+(``--host 0.0.0.0`` or ``::``), also any IP address and this machine's host
+names. ``--allowed-host NAME`` adds a name (``'*'``: any), as the names a
+proxy or a DNS record give the server must be named. ``--allowed-origin``
+adds a browser origin to the loopback ones (CORS is answered for them). The
+names in force are printed at start-up, after the line with the URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["ServeOptions", "gateway_readiness", "serve", "serving_options"]
+
+TRANSPORTS = ("stdio", "http", "sse", "ws")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: Addresses that bind every interface (as ``transports.http._security.WILDCARD_BINDS``,
+#: which is not imported here: the parser is built for every command).
+_WILDCARD = ("0.0.0.0", "::")
+
+
+def serving_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a serving command: transport, address, path, HTTP."""
+    parser.add_argument("-t", "--transport", choices=TRANSPORTS, default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to bind (0: a free one)")
+    parser.add_argument("--path", default="/mcp", help="the MCP endpoint (http, ws)")
+    http = parser.add_argument_group("network servers (http, sse, ws)")
+    http.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="a Host name to answer besides the default ones (repeatable; '*': any)",
+    )
+    http.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin to allow besides the loopback ones, e.g. https://app.example.com (repeatable)",
+    )
+    http.add_argument("--json-response", action="store_true", help="http: answer JSON, never SSE")
+    http.add_argument(
+        "--stateless",
+        action="store_true",
+        help="http: serve handshake-era requests without sessions (GET and DELETE refused)",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ServeOptions:
+    """What :func:`serving_options` read."""
+
+    transport: str = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    path: str = "/mcp"
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    json_response: bool = False
+    stateless: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ServeOptions:
+        return cls(
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            allowed_hosts=tuple(args.allowed_host),
+            allowed_origins=tuple(args.allowed_origin),
+            json_response=args.json_response,
+            stateless=args.stateless,
+        )
+
+    def host_names(self) -> tuple[str, ...]:
+        """The ``Host`` names answered (see the module)."""
+        from ..transports.http._security import LOCAL_HOSTS, wildcard_hosts
+
+        if "*" in self.allowed_hosts:
+            return ("*",)
+        if self.host in _WILDCARD:
+            base = wildcard_hosts()
+        elif self.host in _LOOPBACK:
+            base = LOCAL_HOSTS
+        else:
+            base = (*LOCAL_HOSTS, self.host if ":" not in self.host else f"[{self.host}]")
+        return tuple(dict.fromkeys((*base, *self.allowed_hosts)))
+
+    def origins(self) -> tuple[str, ...]:
+        from ..transports.http._security import LOCAL_HOSTS
+
+        if "*" in self.allowed_origins:
+            return ("*",)
+        return tuple(dict.fromkeys((*LOCAL_HOSTS, *self.allowed_origins)))
+
+    def security(self) -> dict[str, Any]:
+        return {"allowed_hosts": self.host_names(), "allowed_origins": self.origins()}
+
+
+async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: Any = None) -> None:
+    """Serve ``app`` until cancelled (stdio: until stdin closes). ``readiness``
+    adds to the ``/readyz`` report of an HTTP server."""
+    import trio
+
+    from .._util import collapse_groups
+    from ._targets import TargetError
+
+    out = out or sys.stderr
+    transport = options.transport
+    if transport == "stdio":
+        from ..transports.stdio import stdio_server_stream
+
+        async with stdio_server_stream() as stream:
+            await app.serve(stream)
+        return
+    if transport not in TRANSPORTS:
+        raise TargetError(f"unknown transport {transport!r}: {', '.join(TRANSPORTS)}")
+    host, port, path = options.host, options.port, options.path
+    security = options.security()
+    with collapse_groups():
+        async with app.running(), trio.open_nursery() as nursery:
+            if transport == "http":
+                from ..serving.http import HttpServer
+
+                server: Any = HttpServer(
+                    app,
+                    host=host,
+                    port=port,
+                    path=path,
+                    readiness=readiness,
+                    json_response=True if options.json_response else None,
+                    stateless=options.stateless,
+                    **security,
+                )
+            elif transport == "sse":
+                from ..transports.sse import SseServer
+
+                server = SseServer(app, host=host, port=port, **security)
+            else:
+                from ..transports.websocket import WebSocketServer
+
+                server = WebSocketServer(app, host=host, port=port, path=path, **security)
+            info = await nursery.start(server.run)
+            print(f"serving {app.info.name} over {transport} at {info.url}", file=out, flush=True)
+            print(_security_line(options), file=out, flush=True)
+            if transport == "http":
+                health = server.asgi.settings
+                print(
+                    f"health: GET {health.health_path}, readiness: GET {health.ready_path}",
+                    file=out,
+                    flush=True,
+                )
+
+
+def _security_line(options: ServeOptions) -> str:
+    hosts = ", ".join("any IP address" if h.startswith("<") else h for h in options.host_names())
+    line = f"answering Host: {hosts}; browser origins: {', '.join(options.origins())}"
+    if options.host in _WILDCARD and "*" not in options.allowed_hosts:
+        line += " (add others with --allowed-host NAME, or --allowed-host '*' for any)"
+    return line
+
+
+def gateway_readiness(gateway: Any) -> Any:
+    """The ``/readyz`` callback of a gateway: its own ``status()`` when it has
+    one (a mapping; its ``"ready"`` key decides), else the state of each
+    backing server; ready when every one is connected."""
+    status = getattr(gateway, "status", None)
+    if callable(status):
+
+        async def from_status() -> Mapping[str, Any]:
+            import msgspec
+
+            found = status()
+            if inspect.isawaitable(found):
+                found = await found
+            report = msgspec.to_builtins(found)
+            return report if isinstance(report, dict) else {"status": report}
+
+        return from_status
+
+    def from_connections() -> Mapping[str, Any]:
+        servers: dict[str, Any] = {
+            name: {"connected": conn.connected} for name, conn in gateway.host.servers.items()
+        }
+        for name, reason in gateway.failed.items():
+            servers[name] = {"connected": False, "error": reason}
+        ready = all(entry["connected"] for entry in servers.values())
+        return {"ready": ready, "servers": servers}
+
+    return from_connections
