@@ -1,8 +1,9 @@
 """A real Streamable HTTP server process for the hardening and soak tests.
 
 ``python hard_server.py '{"max_sessions": 64, ...}'``: serves an app with
-tools (``echo``, ``slow`` that can be cancelled, ``running`` that counts
-the ``slow`` calls in progress, ``chatty`` that streams progress), a resource and a prompt on 127.0.0.1 at a free port, prints
+tools (``echo``; ``slow`` and ``progress_then_wait`` to cancel mid-call;
+``running``, how many ``slow`` calls run; ``chatty`` that streams
+progress), a resource and a prompt on 127.0.0.1 at a free port, prints
 ``PORT <n>`` on stdout, logs to stderr, and stops when stdin closes.
 The argument is a JSON object of :class:`HttpServerSettings` fields.
 """
@@ -27,21 +28,30 @@ def make_app() -> MCPServer:
     def echo(text: str) -> str:
         return text
 
-    running = [0]
+    running: dict[str, int] = {}
 
     @app.tool
-    async def slow(seconds: float = 30.0) -> str:
-        running[0] += 1
+    async def slow(seconds: float = 30.0, key: str = "") -> str:
+        running[key] = running.get(key, 0) + 1
         try:
             await trio.sleep(seconds)
         finally:
-            running[0] -= 1
+            running[key] -= 1
+            if not running[key]:
+                del running[key]
         return "slept"
 
     @app.tool(name="running")
-    def running_calls() -> int:
-        """How many ``slow`` calls are running now."""
-        return running[0]
+    def running_calls(key: str = "") -> int:
+        """How many ``slow`` calls with this ``key`` are running now."""
+        return running.get(key, 0)
+
+    @app.tool
+    async def progress_then_wait(ctx: Context, seconds: float = 30.0) -> str:
+        """Report progress once (the call is running), then wait."""
+        await ctx.report_progress(1, 2, "started")
+        await trio.sleep(seconds)
+        return "waited"
 
     @app.tool
     async def chatty(ctx: Context, steps: int = 3) -> str:
