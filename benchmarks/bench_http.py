@@ -64,8 +64,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -78,6 +76,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from _procs import UrlServer
 from _report import (
     PAYLOAD,
     call_ratios,
@@ -143,7 +142,7 @@ def per_call_us(ns: int | None, calls: int) -> float | None:
 # ------------------------------------------------------------------ servers
 
 
-class ServerProcess:
+class ServerProcess(UrlServer):
     """A server process: started, its URL read from its stdout, stopped (its
     stdin closed, SIGTERM, and SIGKILL if it lingers)."""
 
@@ -155,65 +154,7 @@ class ServerProcess:
             cmd.append("--sse")
         if profile is not None:
             cmd += ["--profile", str(profile)]
-        env = sdk_env() if impl == SDK else None
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        try:
-            self.url = self._read_url(SERVER_START_TIMEOUT)
-        except BaseException:
-            self.stop()
-            raise
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def _read_url(self, timeout: float) -> str:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        buffer = b""
-        deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while b"\n" not in buffer:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RuntimeError(f"the {self.impl} server printed no URL within {timeout:g} s")
-                if selector.select(left):
-                    chunk = os.read(fd, 4096)
-                    if not chunk:
-                        raise RuntimeError(
-                            f"the {self.impl} server exited (status {self.proc.wait()}) before listening"
-                        )
-                    buffer += chunk
-        line = buffer.split(b"\n", 1)[0].decode()
-        if not line.startswith("url http"):
-            raise RuntimeError(f"unexpected first line from the {self.impl} server: {line!r}")
-        return line.split()[1]
-
-    def stop(self) -> int | None:
-        proc = self.proc
-        if proc.poll() is None:
-            try:
-                assert proc.stdin is not None
-                proc.stdin.close()  # every server stops at EOF on stdin
-            except OSError:
-                pass
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        return proc.returncode
+        super().__init__(impl, cmd, sdk_env() if impl == SDK else None)
 
 
 # ------------------------------------------- clients in this process (trio)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +16,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import _procs as procs
+
 SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
 
 pytestmark = [
@@ -49,29 +50,14 @@ OPTIONAL = {(SDK, SDK, MODERN, n) for n in (1, 64)}
 TIMEOUT = 240
 
 
-def run_bench() -> tuple[subprocess.CompletedProcess[str], int]:
+def run_bench() -> tuple[subprocess.CompletedProcess[str], bool]:
     # Own process group, so a hung run is stopped whole (bench, servers, SDK
     # client); the servers also stop by themselves when their stdin closes.
-    proc = subprocess.Popen(
-        [sys.executable, "benchmarks/bench_http.py", "--seconds", "0.2"],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"bench_http.py did not finish in {TIMEOUT} s\nstdout:\n{out}\nstderr:\n{err}")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
+    return procs.run_isolated([sys.executable, "benchmarks/bench_http.py", "--seconds", "0.2"], TIMEOUT)
 
 
 def test_bench_http_runs_and_reports_every_row() -> None:
-    proc, pgid = run_bench()
+    proc, survivors = run_bench()
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
 
     objects = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -116,7 +102,7 @@ def test_bench_http_runs_and_reports_every_row() -> None:
 
     # every process the benchmark started (servers, SDK clients) has ended:
     # they all live in the benchmark's process group
-    assert not _group_alive(pgid), "processes started by the benchmark are still running"
+    assert not survivors, "processes started by the benchmark are still running"
 
 
 def test_bench_http_floor_rows_run_by_default_and_can_be_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,12 +126,3 @@ def test_bench_http_floor_rows_run_by_default_and_can_be_skipped(monkeypatch: py
     assert {p for p in pairings() if p[2] == MODERN} == {(OURS, OURS, MODERN), (SDK, SDK, MODERN)}
     assert [p for p in pairings("--ours-only") if p[2] == MODERN] == [(OURS, OURS, MODERN)]
     assert MODERN not in modes("--handshake-only")
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    os.killpg(pgid, signal.SIGKILL)  # clean up before failing
-    return True

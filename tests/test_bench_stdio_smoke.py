@@ -5,8 +5,6 @@ No timing thresholds: the numbers themselves are not asserted on."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import _procs as procs
+
 SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
 
 pytestmark = [
@@ -40,21 +41,10 @@ def run_bench() -> subprocess.CompletedProcess[str]:
     # Own process group, so a hung run is stopped whole (bench, SDK client);
     # the servers stop when their client goes away (stdin EOF, or trio-mcp's
     # parent-death signal).
-    proc = subprocess.Popen(
-        [sys.executable, "benchmarks/bench_stdio.py", "--seconds", "0.2", "--spawns", "2"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    proc, _ = procs.run_isolated(
+        [sys.executable, "benchmarks/bench_stdio.py", "--seconds", "0.2", "--spawns", "2"], TIMEOUT
     )
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"bench_stdio.py did not finish in {TIMEOUT} s\nstdout:\n{out}\nstderr:\n{err}")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return proc
 
 
 def test_bench_stdio_runs_and_reports_every_row() -> None:

@@ -39,6 +39,9 @@ _LAZY = {
     "ConsentRequest": "_host",
     "ToolCallDenied": "_host",
     "SamplingDenied": "_host",
+    "ClientCall": "_middleware",
+    "ClientMiddleware": "_middleware",
+    "ServerMiddleware": "_middleware",
 }
 
 

@@ -29,6 +29,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Final, Literal, TypeVar, cast, overload
 
 import msgspec
@@ -101,6 +102,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportError
 from ._actor import ExitReason
+from ._middleware import ClientCall, ClientMiddleware, run_chain
 from ._peer import InboundRequest, Peer, PeerLimits, ProgressCallback
 from ._server import METHOD_CAPABILITY, _declared
 
@@ -193,6 +195,7 @@ class ClientSession:
         on_notification: NotificationHandler | None = None,
         limits: PeerLimits | None = None,
         name: str = "client",
+        middleware: Sequence[ClientMiddleware] = (),
     ) -> None:
         if protocol_version not in HANDSHAKE_VERSIONS:
             raise ValueError(f"protocol_version must be one of {HANDSHAKE_VERSIONS}")
@@ -237,6 +240,10 @@ class ClientSession:
         self._supports: tuple[ServerCapabilities, dict[str, bool]] = (self.server_capabilities, {})
         self.protocol_version: str | None = None
         self.instructions: str | None = None
+        #: Around every call of the session's API, first outermost (see ``actors._middleware``).
+        self.middleware = tuple(middleware)
+        if self.middleware:
+            self._call = self._call_through_middleware  # type: ignore[method-assign]
 
     # ---------------------------------------------------------------- run
 
@@ -503,6 +510,12 @@ class ClientSession:
             answer = await self._call_modern(method, params, result_type, on_progress)
         return answer
 
+    async def _call_through_middleware(
+        self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None = None
+    ) -> Any:
+        last = partial(ClientSession._call, self, method, params, result_type, on_progress)
+        return await run_chain(self.middleware, ClientCall(self, method, params), last)
+
     async def _call_modern(
         self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None
     ) -> Any:
@@ -532,8 +545,8 @@ class ClientSession:
                 outcome = await self._renegotiate(exc, sent)
                 if outcome is None:
                     raise
-                if outcome == "handshake":
-                    return await self._call(method, params, result_type, on_progress)
+                if outcome == "handshake":  # the same call again (the middleware saw it once)
+                    return await ClientSession._call(self, method, params, result_type, on_progress)
                 # The same round again, under the new version.
                 if base is None:
                     data = msgspec.structs.replace(data, meta=self._modern_meta(own))

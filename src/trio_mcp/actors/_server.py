@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any, Final, Protocol, cast
 
 import attrs
@@ -71,7 +72,9 @@ from ..protocol import (
 )
 from ..protocol._types import LoggingLevel
 from ..transports import MessageStream
+from ..transports._base import REQUEST_HEADERS
 from ._actor import ExitReason
+from ._middleware import ServerMiddleware, run_chain
 from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError
 from ._peer import InboundRequest, Peer, PeerLimits
 
@@ -164,6 +167,11 @@ class ServerSession:
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
         self._capabilities = app.capabilities()
+        #: The app's middleware, fixed for this session (see ``actors._middleware``);
+        #: without any, requests go straight to the handlers.
+        self._middleware: tuple[ServerMiddleware, ...] = tuple(getattr(app, "middleware", ()))
+        if self._middleware:
+            self.handle_request = self._handle_through_middleware  # type: ignore[method-assign]
         #: Gated methods whose capability this session does not declare.
         self._undeclared = frozenset(
             m for m, gate in METHOD_CAPABILITY.items() if not _declared(self._capabilities, gate)
@@ -229,6 +237,10 @@ class ServerSession:
         handler, params = self._resolve(request)
         result = await handler.fn(Context(self, request), params)
         return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
+
+    async def _handle_through_middleware(self, request: InboundRequest) -> Any:
+        last = partial(ServerSession.handle_request, self, request)
+        return await run_chain(self._middleware, Context(self, request), last)
 
     def _resolve(self, request: InboundRequest) -> tuple[Any, Any]:
         """The app's handler of ``request`` (declared) and its decoded params."""
@@ -591,6 +603,31 @@ class Context:
     @property
     def meta(self) -> dict[str, Any]:
         return self.request.meta
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The request's params as plain JSON values (decoded on each use)."""
+        params = self.request.params
+        if type(params) is msgspec.Raw:
+            decoded = msgspec.json.decode(params)
+        else:
+            decoded = {} if params is UNSET or params is None else msgspec.to_builtins(params)
+        return decoded if isinstance(decoded, dict) else {}
+
+    @property
+    def request_headers(self) -> Mapping[str, str] | None:
+        """The headers of the HTTP request that carried this request (lower-case
+        names), or None when it did not come over HTTP."""
+        peer = self.session.peer
+        inline = REQUEST_HEADERS.get()
+        if inline is not None and inline[0] is peer:
+            return inline[1]
+        of = getattr(peer.stream, "request_headers", None)
+        return None if of is None else of(self.request.id)
 
     @property
     def progress_token(self) -> int | str | None:

@@ -25,6 +25,7 @@ from msgspec import UNSET
 
 from .._util import collapse_groups
 from ..actors import PeerLimits
+from ..actors._middleware import ServerMiddleware
 from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
 from ..protocol import (
     Icon,
@@ -62,6 +63,7 @@ class LowLevelServer:
         lifespan: Lifespan | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         limits: PeerLimits | None = None,
+        middleware: Sequence[ServerMiddleware] = (),
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -79,6 +81,9 @@ class LowLevelServer:
         self.notification_handlers: dict[str, Callable[[ServerSession, Any], Awaitable[None]]] = {}
         self.page_size = page_size
         self.limits = limits
+        #: Around every request of every session, first outermost (see
+        #: :meth:`add_middleware`); a session takes the chain it finds when it starts.
+        self.middleware: tuple[ServerMiddleware, ...] = tuple(middleware)
         self.lifespan = lifespan
         self.state: Any = None
         self.sessions: set[ServerSession] = set()
@@ -87,6 +92,13 @@ class LowLevelServer:
         self._lifespan_exit: Any = None
 
     # ------------------------------------------------------------ handlers
+
+    def add_middleware(self, middleware: ServerMiddleware) -> ServerMiddleware:
+        """Add ``async def middleware(ctx, call_next)`` at the inside of the chain
+        (it runs after those added before); usable as a decorator. Sessions
+        started from now on run it (see ``trio_mcp.actors._middleware``)."""
+        self.middleware = (*self.middleware, middleware)
+        return middleware
 
     def set_request_handler(
         self,

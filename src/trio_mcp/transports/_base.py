@@ -22,6 +22,7 @@ Contract, checked for every transport by ``tests/transports/test_conformance.py`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,6 +32,7 @@ from ..protocol import Frame
 
 __all__ = [
     "RELATED_REQUEST",
+    "REQUEST_HEADERS",
     "MessageStream",
     "ServerInfo",
     "TransportClosed",
@@ -44,6 +46,14 @@ __all__ = [
 #: requests travel on the SSE stream of the POST that carried the request)
 #: read it in ``send``; the others ignore it.
 RELATED_REQUEST: ContextVar[int | str | None] = ContextVar("trio_mcp_related_request", default=None)
+
+#: ``(peer, headers)`` while a request that came over HTTP is served inline
+#: in its HTTP task (the stateless path): the request's headers for that
+#: peer's handler (``Context.request_headers``). A session served by its own
+#: task asks its stream instead (``stream.request_headers(request_id)``).
+REQUEST_HEADERS: ContextVar[tuple[object, Mapping[str, str]] | None] = ContextVar(
+    "trio_mcp_request_headers", default=None
+)
 
 
 class TransportError(Exception):

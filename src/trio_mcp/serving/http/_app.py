@@ -420,6 +420,14 @@ class StreamableHttpApp(AsgiApp):
     # ----------------------------------------------------------------- ASGI
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # HTTP is served here rather than in _http: a frame less on every
+        # resumption of the request's task.
+        if scope["type"] != "http":
+            await AsgiApp.__call__(self, scope, receive, send)
+            return
         headers = header_map(scope)
         path = scope.get("path")
         settings = self.settings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Final, Literal
 
 import attrs
@@ -76,6 +77,10 @@ class HttpServerSettings:
     #: Seconds the whole request body may take to arrive once the headers
     #: have (``408`` and the connection closed after).
     body_timeout: float = 30.0
+    #: Seconds a POST in a session waits for its JSON answer before a task
+    #: starts watching for its client going away (a quicker answer never
+    #: pays for that task; a client gone meanwhile is noticed then).
+    disconnect_watch_delay: float = 1.0
     #: Frames (POST bodies) waiting for the session's peer.
     inbound_queue: int = 64
     #: Seconds a POST may wait for room in that queue (``503`` after).
@@ -131,6 +136,7 @@ class HttpServerSettings:
                 "store_timeout",
                 "completed_stream_retention",
                 "body_timeout",
+                "disconnect_watch_delay",
                 "readiness_timeout",
                 "cors_max_age",
             ),
@@ -165,9 +171,12 @@ HttpServerInfo = ServerInfo
 Mode = Literal["auto", "json", "sse"]
 
 
-def media_types(value: str | None) -> set[str]:
+@functools.lru_cache(maxsize=64)
+def media_types(value: str | None) -> frozenset[str]:
+    """The media types an ``Accept`` header accepts (q > 0); clients send the
+    same few values, so they are parsed once each."""
     if value is None:
-        return {"*/*"}
+        return frozenset({"*/*"})
     out = set()
     for part in value.split(","):
         media, _, params = part.strip().partition(";")
@@ -181,10 +190,10 @@ def media_types(value: str | None) -> set[str]:
                     q = 0.0
         if q > 0 and media:
             out.add(media.strip().lower())
-    return out
+    return frozenset(out)
 
 
-def accepts(types: set[str], media: str) -> bool:
+def accepts(types: frozenset[str], media: str) -> bool:
     major = media.partition("/")[0]
     return media in types or f"{major}/*" in types or "*/*" in types
 

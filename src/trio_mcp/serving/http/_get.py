@@ -5,8 +5,7 @@ a stream's events to one HTTP response."""
 from __future__ import annotations
 
 import logging
-import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["handle_delete", "handle_get", "pump", "session_headers"]
 
 log = logging.getLogger("trio_mcp.http.server")
+
+_SESSION_HEADER: Final = SESSION_HEADER.encode()
 
 
 def _stateless() -> HttpError:
@@ -103,7 +104,7 @@ def session_headers(session: HttpSessionStream) -> list[tuple[bytes, bytes]]:
     that has ended (a failed ``initialize`` names no session)."""
     if session.id is None or session.closed:
         return []
-    return [(SESSION_HEADER.encode(), session.id.encode())]
+    return [(_SESSION_HEADER, session.id.encode())]
 
 
 async def pump(
@@ -120,94 +121,43 @@ async def pump(
     watch: bool = True,
 ) -> None:
     """Write a stream's items to one HTTP response until the stream is
-    complete, the session ends, or the client goes away."""
-    settings = app.settings
-    started = False
-    finished = False
+    complete, the session ends, or the client goes away.
+
+    A task watches for the client going away (``http.disconnect``) and ends
+    the response then. With ``watch`` false (a POST in a session), a JSON
+    answer that comes within ``disconnect_watch_delay`` is written with no
+    watcher, no nursery and no cancel scope but its bounds (the common,
+    fast case); an answer that does not (a slow call, or one never
+    answered), or one that turns into an SSE stream, is watched from then
+    on, so that a client that went away keeps neither its connection nor
+    this task."""
     session.connections += 1
     app.response_started()
-
-    async def write(data: bytes, more: bool = True) -> None:
-        with trio.fail_after(settings.write_timeout):
-            await send({"type": "http.response.body", "body": data, "more_body": more})
-
-    async def last_write(status: int | None, data: bytes) -> None:
-        # Shielded from the disconnect watcher: once the response is
-        # complete the server reports a disconnect while it is still
-        # recycling the connection inside this very send (hypercorn),
-        # and cancelling that would strand the connection.
-        with trio.CancelScope(shield=True), trio.fail_after(settings.write_timeout):
-            if status is None:
-                await send({"type": "http.response.body", "body": data, "more_body": False})
-            else:
-                await respond(send, status, data, session_headers(session))
-
-    async def start_sse() -> None:
-        nonlocal started
-        started = True
-        app._sse_connections += 1
-        with trio.fail_after(settings.write_timeout):
-            await start_event_stream(send, session_headers(session))
-        if session.primes:
-            await write(format_retry(int(settings.retry_interval * 1000)))
-
+    writer = _Writer(app, session, send, shielded=True)
     try:
+        first: Any = _NOTHING
+        if not watch and not sse_now:
+            with trio.move_on_after(app.settings.disconnect_watch_delay):
+                first = await _next_item(conn)
+            if first is not _NOTHING and (first is None or first[0] != "e"):
+                writer.shielded = False  # no watcher: nothing to shield from
+                await writer.run(stream, conn, initial, sse_now, first)
+                return
         async with trio.open_nursery() as nursery:
-            if watch:
-                nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
             try:
-                if sse_now:
-                    await start_sse()
-                for event_id, data in initial:
-                    await write(format_event(event_id, data))
-                while True:
-                    item: tuple[Any, ...] | None = None
-                    with trio.move_on_after(settings.ping_interval if started else math.inf):
-                        try:
-                            item = await conn.recv.receive()
-                        except trio.EndOfChannel:
-                            break
-                    if item is None:
-                        await write(PING)
-                    elif item[0] == "x":  # every request of this POST was cancelled
-                        if not started:
-                            await last_write(202, b"")
-                            finished = True
-                        break
-                    elif item[0] == "j":
-                        messages = item[1]
-                        batched = stream is not None and stream.batch
-                        body = encode(messages if batched else messages[0])
-                        status = 200
-                        if session.id is None and not batched and type(messages[0]) is ErrorResponse:
-                            # Stateless era: a protocol error has an HTTP status too.
-                            status = ERROR_STATUS.get(messages[0].error.code, 200)
-                        await last_write(status, body)
-                        finished = True
-                        break
-                    else:
-                        if not started:
-                            await start_sse()
-                        await write(format_event(item[1], item[2]))
-                if started:
-                    await last_write(None, b"")
-                    finished = True
-                elif not finished:
-                    await last_write(404, error_body(-32000, "Session ended before the request was answered"))
-                    finished = True
-            except trio.TooSlowError:
-                pass  # the client does not read: drop the connection, it can resume
+                await writer.run(stream, conn, initial, sse_now, first)
             finally:
                 nursery.cancel_scope.cancel()
     finally:
         session.connections -= 1
         app.response_ended()
         session.touch()
-        if started:
+        if writer.started:
             app._sse_connections -= 1
         if stream is not None:
             stream.detach(conn)
-        if finished and conn.complete:
+        if writer.finished and conn.complete:
             target = (
                 forget
                 if forget is not None
@@ -215,3 +165,153 @@ async def pump(
             )
             if target is not None:
                 app.forget_later(session, target)
+
+
+#: No item received yet (see pump).
+_NOTHING: Final[Any] = object()
+
+
+async def _next_item(conn: Conn) -> tuple[Any, ...] | None:
+    """The next item for a response, None at the end of its stream."""
+    try:
+        return await conn.recv.receive()
+    except trio.EndOfChannel:
+        return None
+
+
+class _Writer:
+    """One HTTP response of a stream: JSON (one write) or SSE."""
+
+    __slots__ = ("app", "finished", "prefix", "send", "session", "settings", "shielded", "started")
+
+    def __init__(
+        self, app: StreamableHttpApp, session: HttpSessionStream, send: Send, *, shielded: bool
+    ) -> None:
+        self.app = app
+        self.settings = app.settings
+        self.session = session
+        self.send = send
+        #: The last write is shielded from the disconnect watcher (when there is one).
+        self.shielded = shielded
+        self.started = False
+        self.finished = False
+        #: What goes out in front of the next body write (the SSE ``retry`` hint).
+        self.prefix = b""
+
+    async def run(
+        self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any = _NOTHING
+    ) -> None:
+        """Write the response; ``first``: an item already received (None: the end)."""
+        try:
+            await self._run(stream, conn, initial, sse_now, first)
+        except trio.TooSlowError:
+            pass  # the client does not read: drop the connection, it can resume
+
+    async def _run(
+        self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any
+    ) -> None:
+        if sse_now:
+            await self.start_sse()
+        if initial:
+            await self.write(b"".join(format_event(event_id, data) for event_id, data in initial))
+        recv = conn.recv
+        item: tuple[Any, ...] | None
+        while True:
+            if first is not _NOTHING:
+                item, first = first, _NOTHING
+                if item is None:
+                    break
+            elif self.started:
+                item = None
+                with trio.move_on_after(self.settings.ping_interval):
+                    try:
+                        item = await recv.receive()
+                    except trio.EndOfChannel:
+                        break
+                if item is None:
+                    await self.write(PING)
+                    continue
+            else:
+                try:
+                    item = await recv.receive()
+                except trio.EndOfChannel:
+                    break
+            if item[0] == "j":
+                await self.json_answer(item[1], stream is not None and stream.batch)
+                return
+            if item[0] == "x":  # every request of the POST was cancelled: no answer
+                if self.started:
+                    break
+                await self.last_write(202, b"")
+                return
+            if not self.started:
+                await self.start_sse()
+            # Every event already queued goes out in one write; with the end
+            # of the stream, in the response's last write.
+            data = format_event(item[1], item[2])
+            while True:
+                try:
+                    more = recv.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                except trio.EndOfChannel:
+                    await self.last_write(None, data)
+                    return
+                data += format_event(more[1], more[2])
+            await self.write(data)
+        if self.started:
+            await self.last_write(None, b"")
+        else:
+            await self.last_write(404, error_body(-32000, "Session ended before the request was answered"))
+
+    async def json_answer(self, messages: list[Any], batched: bool) -> None:
+        """The whole JSON answer: start and body, straight to the server."""
+        body = encode(messages if batched else messages[0])
+        status = 200
+        if self.session.id is None and not batched and type(messages[0]) is ErrorResponse:
+            # Stateless era: a protocol error has an HTTP status too.
+            status = ERROR_STATUS.get(messages[0].error.code, 200)
+        headers = session_headers(self.session)
+        if self.shielded:  # see last_write
+            with trio.CancelScope(shield=True), trio.fail_after(self.settings.write_timeout):
+                await respond(self.send, status, body, headers)
+        else:
+            with trio.fail_after(self.settings.write_timeout):
+                await respond(self.send, status, body, headers)
+        self.finished = True
+
+    async def write(self, data: bytes) -> None:
+        if self.prefix:
+            data, self.prefix = self.prefix + data, b""
+        with trio.fail_after(self.settings.write_timeout):
+            await self.send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def last_write(self, status: int | None, data: bytes) -> None:
+        if self.shielded:
+            # Shielded from the disconnect watcher: once the response is
+            # complete the server reports a disconnect while it is still
+            # recycling the connection inside this very send (hypercorn), and
+            # cancelling that would strand the connection.
+            with trio.CancelScope(shield=True):
+                await self._last_write(status, data)
+        else:
+            await self._last_write(status, data)
+        self.finished = True
+
+    async def _last_write(self, status: int | None, data: bytes) -> None:
+        with trio.fail_after(self.settings.write_timeout):
+            if status is None:
+                if self.prefix:
+                    data, self.prefix = self.prefix + data, b""
+                await self.send({"type": "http.response.body", "body": data, "more_body": False})
+            else:
+                await respond(self.send, status, data, session_headers(self.session))
+
+    async def start_sse(self) -> None:
+        self.started = True
+        self.app._sse_connections += 1
+        settings = self.settings
+        with trio.fail_after(settings.write_timeout):
+            await start_event_stream(self.send, session_headers(self.session))
+        if self.session.primes:  # sent with the first event (or ping)
+            self.prefix = format_retry(int(settings.retry_interval * 1000))

@@ -120,7 +120,9 @@ async def handle_post(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
     try:
-        await _post_session(app, session, frame, requests, batch, is_init, json_ok, sse_ok, receive, send)
+        await _post_session(
+            app, session, frame, requests, batch, is_init, json_ok, sse_ok, headers, receive, send
+        )
     finally:
         if ephemeral:
             app.end_session(session, "stateless request done")
@@ -158,6 +160,7 @@ async def _post_session(
     is_init: bool,
     json_ok: bool,
     sse_ok: bool,
+    headers: dict[str, str],
     receive: Receive,
     send: Send,
 ) -> None:
@@ -172,7 +175,7 @@ async def _post_session(
         raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
     mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
     conn = Conn(app.settings.sse_buffer, sse_ok)
-    stream = session.new_post_stream(ids, mode, conn, batch)
+    stream = session.new_post_stream(ids, mode, conn, batch, headers)
     if is_init:
         session.init_id = requests[0].id
     try:
@@ -187,10 +190,21 @@ async def _post_session(
         if is_init:
             app.end_session(session, "initialize not accepted")
         raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-    # Every response watches for the client going away (a JSON answer too:
-    # its request may never be answered, and its connection and task must
-    # not wait for the session's end).
-    await pump(app, session, stream, conn, [], receive, send, sse_now=mode == "sse")
+    # A stateless request, whose client going away ends it, is watched for
+    # that from the start; a POST in a session only once its answer is not
+    # there at once (see pump): a client that went away must not keep its
+    # connection and task until a slow (or never) answer.
+    await pump(
+        app,
+        session,
+        stream,
+        conn,
+        [],
+        receive,
+        send,
+        sse_now=mode == "sse",
+        watch=session.id is None,
+    )
     if session.id is None and not conn.complete:
         # A stateless request whose client went away: nobody can resume it.
         app.end_session(session, "client went away")

@@ -91,8 +91,11 @@ class HttpSessionStream:
         self.streams[stream.id] = stream
         return stream
 
-    def new_post_stream(self, ids: list[int | str], mode: Mode, conn: Conn, batch: bool) -> OutStream:
+    def new_post_stream(
+        self, ids: list[int | str], mode: Mode, conn: Conn, batch: bool, headers: dict[str, str]
+    ) -> OutStream:
         stream = self._new_stream(standalone=False, mode=mode, pending=ids, batch=batch)
+        stream.headers = headers
         stream.conn = conn
         stream.ever_attached = True
         for ident in ids:
@@ -115,6 +118,11 @@ class HttpSessionStream:
         self.app._forget_soon(self, old.id)
         self.standalone = self._new_stream(standalone=True, mode="sse")
         return self.standalone
+
+    def request_headers(self, request_id: int | str) -> dict[str, str] | None:
+        """The headers of the POST that carried request ``request_id`` (while it is served)."""
+        stream = self.awaiting.get(request_id)
+        return None if stream is None else stream.headers
 
     def dropped(self, count: int = 1) -> None:
         self.app._dropped += count

@@ -42,7 +42,7 @@ from ...protocol import (
     method_available,
 )
 from ...transports._asgi import HttpError, Receive, Scope, Send, respond, start_event_stream, watch_disconnect
-from ...transports._base import TransportClosed
+from ...transports._base import REQUEST_HEADERS, TransportClosed
 from ...transports.http._headers import (
     PARAM_PREFIX,
     InvalidParamHeader,
@@ -234,6 +234,13 @@ class _InlineAnswer:
                 await respond(self.send, status, encode(reply))
 
 
+def _made_for(app: Any) -> tuple[Any, ...]:
+    """What a long-lived server session of ``app`` depends on: its methods
+    (the capabilities it declares) and its middleware; a new one is made
+    when they change."""
+    return (*app.request_handlers, getattr(app, "middleware", ()))
+
+
 class StatelessPath:
     """The stateless requests of one :class:`StreamableHttpApp`: which POSTs
     are stateless, the ``Mcp-Param-*`` check, and the inline path."""
@@ -242,11 +249,11 @@ class StatelessPath:
         self.app = app
         #: The server session serving stateless requests inline (see serve_inline).
         self._stateless: Any = None
-        self._stateless_methods: tuple[str, ...] = ()
+        self._stateless_methods: tuple[Any, ...] = ()
         #: With ``stateless=True``: a server session per handshake version, and
         #: the app's methods they were made for.
         self._handshake: dict[str, Any] = {}
-        self._handshake_methods: tuple[str, ...] = ()
+        self._handshake_methods: tuple[Any, ...] = ()
         #: Stateless requests being answered inline (cancelled when the server stops).
         self._inline_answers: set[_InlineAnswer] = set()
         #: Per app: (its ``tools`` list, name -> Tool, or (annotations or None, input
@@ -384,7 +391,7 @@ class StatelessPath:
             if problem is not None:
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
                 return
-        await self._answer(server, request, json_ok, sse_ok, receive, send, error_status=True)
+        await self._answer(server, request, headers, json_ok, sse_ok, receive, send, error_status=True)
 
     async def serve_handshake(
         self,
@@ -419,11 +426,11 @@ class StatelessPath:
         else:
             version = headers.get(VERSION_HEADER, "").strip() or V2025_03_26
             server = self._handshake_server(version)
-        await self._answer(server, request, json_ok, sse_ok, receive, send, error_status=False)
+        await self._answer(server, request, headers, json_ok, sse_ok, receive, send, error_status=False)
 
     def _handshake_server(self, version: str) -> Any:
         app = self.app._shared
-        methods = tuple(app.request_handlers)
+        methods = _made_for(app)
         if methods != self._handshake_methods:
             self._handshake.clear()  # a session works out its capabilities once
             self._handshake_methods = methods
@@ -438,6 +445,7 @@ class StatelessPath:
         self,
         server: Any,
         request: Request,
+        headers: dict[str, str],
         json_ok: bool,
         sse_ok: bool,
         receive: Receive,
@@ -456,7 +464,11 @@ class StatelessPath:
                 try:
                     if mode == "sse":
                         await answer.start_sse()
-                    reply = await server.peer.serve_inline(request, answer.notify)
+                    token = REQUEST_HEADERS.set((server.peer, headers))
+                    try:
+                        reply = await server.peer.serve_inline(request, answer.notify)
+                    finally:
+                        REQUEST_HEADERS.reset(token)
                     await answer.finish(reply)
                 except (trio.TooSlowError, TransportClosed):
                     pass  # the client does not read, or the server stopped: drop the connection
@@ -472,7 +484,7 @@ class StatelessPath:
         """The server session of the shared app that serves stateless requests
         in their own ASGI tasks (made on first use)."""
         app = self.app._shared
-        methods = tuple(app.request_handlers)
+        methods = _made_for(app)
         server = self._stateless
         if server is None or methods != self._stateless_methods:
             # A new one when the app's handlers change: a session works out

@@ -81,12 +81,22 @@ class OutStream:
         self.done = False
         self.has_ids = False  # an event with an id was sent: the client can resume
         self.lock = trio.Lock()
+        #: The headers of the POST this stream answers (``Context.request_headers``).
+        self.headers: dict[str, str] | None = None
 
     # ------------------------------------------------------------ producer
 
     async def deliver(self, message: Any, answers: int | str | None = None) -> bool:
         """Route ``message`` here; False if this stream cannot carry it (a
         related message on a JSON-answered POST: the caller reroutes it)."""
+        if answers is not None and self.mode != "sse" and not self.lock.locked():
+            # An answer on a JSON stream: nothing to await, so no lock to take
+            # (the lock orders the awaits of the SSE path).
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if self.done:
+                return False
+            self._add_json_answer(message, answers)
+            return True
         async with self.lock:
             if self.done:
                 return False
@@ -98,10 +108,7 @@ class OutStream:
                     else:
                         return False
                 else:
-                    self.answers.append(message)
-                    self.pending.discard(answers)
-                    if not self.pending:
-                        self._finish_json()
+                    self._add_json_answer(message, answers)
                     return True
             await self._emit(encode(message))
             if answers is not None:
@@ -109,6 +116,12 @@ class OutStream:
                 if not self.pending:
                     self._finish()
             return True
+
+    def _add_json_answer(self, message: Any, answers: int | str) -> None:
+        self.answers.append(message)
+        self.pending.discard(answers)
+        if not self.pending:
+            self._finish_json()
 
     async def open_sse(self) -> None:
         """Start an SSE-mode POST stream (priming event when the version has one)."""

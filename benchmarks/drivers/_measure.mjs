@@ -1,0 +1,80 @@
+// The load loop and the row of both Node drivers.
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+
+/** CPU time (utime + stime, in clock ticks) a process has used so far. */
+export function cpuTicks(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of proc(5)
+}
+
+function percentile(sorted, q) {
+  const rank = Math.max(1, Math.ceil((q / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1];
+}
+
+const round1 = (x) => Math.round(x * 10) / 10;
+
+/**
+ * `concurrency` callers run `call()` back-to-back for `warmup + seconds`; the
+ * calls that complete inside the measured window count. The window starts and
+ * ends on timers, where the server's CPU time (`pid`'s /proc stat, `clockTicks`
+ * a second) and the driver's own are sampled. Returns the row's figures.
+ */
+export async function measure({ call, concurrency, warmup, seconds, pid, clockTicks }) {
+  const latencies = [];
+  let measuring = false;
+  let stopped = false;
+  let t0 = 0;
+  let t1 = 0;
+  let cpu0 = 0;
+  let cpu1 = 0;
+  let own0 = null;
+  let own1 = null;
+  const startTimer = setTimeout(() => {
+    cpu0 = cpuTicks(pid);
+    own0 = process.cpuUsage();
+    t0 = performance.now();
+    measuring = true;
+  }, warmup * 1e3);
+  const endTimer = setTimeout(
+    () => {
+      t1 = performance.now();
+      cpu1 = cpuTicks(pid);
+      own1 = process.cpuUsage(own0);
+      measuring = false;
+      stopped = true;
+    },
+    (warmup + seconds) * 1e3,
+  );
+  async function caller() {
+    while (!stopped) {
+      const begin = performance.now();
+      await call();
+      if (measuring) latencies.push(performance.now() - begin);
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: concurrency }, caller));
+  } finally {
+    clearTimeout(startTimer);
+    clearTimeout(endTimer);
+  }
+  if (!latencies.length) throw new Error(`x${concurrency}: no call completed in the measured window`);
+  const window = (t1 - t0) / 1e3;
+  const calls = latencies.length;
+  latencies.sort((a, b) => a - b);
+  const sum = latencies.reduce((a, b) => a + b, 0);
+  return {
+    concurrency,
+    calls,
+    seconds: Math.round(window * 1e3) / 1e3,
+    calls_per_s: round1(calls / window),
+    mean_us: round1((sum / calls) * 1e3),
+    p50_us: round1(percentile(latencies, 50) * 1e3),
+    p99_us: round1(percentile(latencies, 99) * 1e3),
+    server_cpu_us: round1((((cpu1 - cpu0) / clockTicks) * 1e6) / calls),
+    driver_cpu_us: round1((own1.user + own1.system) / calls),
+  };
+}

@@ -1,0 +1,98 @@
+"""Smoke test of benchmarks/bench_stdio_neutral.py: one short round against
+real stdio server processes (ours, the official SDK's, the TypeScript SDK's,
+the trivial Node echo that is the driver's ceiling) spawned by the real Node
+driver; its JSON document has every row, median, ratio, spawn timing and
+peak RSS, with positive numbers, and no process it started is left running.
+No timing thresholds."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import _procs as procs
+
+SDK_PYTHON = ROOT / ".cache" / "sdk-venv" / "bin" / "python"
+
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.skipif(
+        not SDK_PYTHON.exists() or not procs.npm_peers_installed(),
+        reason="the SDK venv or the npm peers are absent (bash scripts/setup-interop installs them)",
+    ),
+]
+
+IMPLS = ("trio-mcp", "mcp-sdk", "ts-sdk", "node-echo")
+CONCURRENCIES = (1, 8, 64, 256)
+LABELS = {"seq", "c8", "c64", "c256"}
+METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us")
+TIMEOUT = 240
+
+
+def run_bench(*argv: str) -> str:
+    """Run it briefly in a process group of its own; nothing it started may outlive it."""
+    cmd = [
+        sys.executable,
+        "benchmarks/bench_stdio_neutral.py",
+        *("--rounds", "1", "--seconds", "0.3", "--warmup", "0.1", "--spawns", "2"),
+        *argv,
+    ]
+    proc, survivors = procs.run_isolated(cmd, TIMEOUT)
+    assert not survivors, "processes started by the benchmark are still running"
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_bench_stdio_neutral_reports_every_row_and_ratio() -> None:
+    doc = json.loads(run_bench("--json"))
+    assert doc["bench"] == "stdio_neutral"
+
+    rows = doc["rows"]
+    seen = [(r["impl"], r["concurrency"]) for r in rows]
+    assert sorted(seen) == sorted((i, c) for i in IMPLS for c in CONCURRENCIES), seen
+    for row in rows:
+        for key in ("calls", "seconds", *METRICS):
+            assert isinstance(row[key], (int, float)) and row[key] > 0, (key, row)
+        assert row["p50_us"] <= row["p99_us"], row
+
+    medians = {(m["impl"], m["concurrency"]): m for m in doc["summary"]["medians"]}
+    assert set(medians) == set(seen)
+    for m in medians.values():
+        for key in METRICS:
+            assert 0 < m[key]["min"] <= m[key]["median"] <= m[key]["max"], (key, m)
+
+    ratios = doc["summary"]["ratios"]
+    assert {name: set(per) for name, per in ratios.items()} == {
+        f"calls_per_s ours/{den}": LABELS for den in ("ts", "sdk", "ceiling")
+    }
+    for per in ratios.values():
+        for value in per.values():
+            assert set(value["rounds"]) == {"1"} and value["median"] > 0, value
+
+    above = doc["summary"]["ceiling_above_every_server"]  # reported, not asserted: a timing
+    assert set(above) == LABELS and all(isinstance(v, bool) for v in above.values()), above
+
+    for impl in IMPLS:  # two timed spawns and one measured process each, ended cleanly
+        assert doc["summary"]["spawn_ms"][impl]["spawns"] == 2
+        assert doc["summary"]["spawn_ms"][impl]["median"] > 0
+        assert doc["summary"]["peak_rss_mb"][impl]["median"] > 0
+    assert [p["exit"] for p in doc["processes"]] == [0] * len(IMPLS)
+    (round_info,) = doc["rounds"]
+    assert round_info["load_before"] >= 0 and round_info["load_after"] >= 0
+    assert doc["settings"]["ts_sdk_version"] and doc["settings"]["sdk_version"]
+
+
+def test_bench_stdio_neutral_text_report_names_load_spawn_and_ratios() -> None:
+    out = run_bench("--targets", "trio-mcp,node-echo", "--concurrencies", "1,64")
+    assert "load average (1 min) per round: round 1 " in out
+    assert "the driver's ceiling (node-echo) above every server's calls/s in every round: seq " in out
+    assert "spawn -> initialized, median: trio-mcp " in out and "server peak RSS MB: trio-mcp " in out
+    for rows in ("seq", "c64"):
+        assert re.search(rf"^calls_per_s ours/ceiling +{rows} +[0-9.]+ +[0-9.]+$", out, re.MULTILINE), out
+    assert "ours/ts" not in out.split("ratios of calls/s")[1].split("issue 17")[0]
