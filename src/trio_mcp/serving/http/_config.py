@@ -77,6 +77,10 @@ class HttpServerSettings:
     #: Seconds the whole request body may take to arrive once the headers
     #: have (``408`` and the connection closed after).
     body_timeout: float = 30.0
+    #: Seconds a POST in a session waits for its JSON answer before a task
+    #: starts watching for its client going away (a quicker answer never
+    #: pays for that task; a client gone meanwhile is noticed then).
+    disconnect_watch_delay: float = 1.0
     #: Frames (POST bodies) waiting for the session's peer.
     inbound_queue: int = 64
     #: Seconds a POST may wait for room in that queue (``503`` after).
@@ -131,9 +135,10 @@ class HttpServerSettings:
                 "retry_interval",
                 "store_timeout",
                 "completed_stream_retention",
+                "body_timeout",
+                "disconnect_watch_delay",
                 "readiness_timeout",
                 "cors_max_age",
-                "body_timeout",
             ),
         )
         for name in ("session_idle_timeout", "handshake_timeout"):

@@ -121,22 +121,34 @@ async def pump(
     watch: bool = True,
 ) -> None:
     """Write a stream's items to one HTTP response until the stream is
-    complete, the session ends, or the client goes away (``watch``: a task
-    watches for that; a JSON answer in a session needs none, and then runs
-    with no nursery and no cancel scope but its write bound)."""
+    complete, the session ends, or the client goes away.
+
+    A task watches for the client going away (``http.disconnect``) and ends
+    the response then. With ``watch`` false (a POST in a session), a JSON
+    answer that comes within ``disconnect_watch_delay`` is written with no
+    watcher, no nursery and no cancel scope but its bounds (the common,
+    fast case); an answer that does not (a slow call, or one never
+    answered), or one that turns into an SSE stream, is watched from then
+    on, so that a client that went away keeps neither its connection nor
+    this task."""
     session.connections += 1
     app.response_started()
-    writer = _Writer(app, session, send, shielded=watch)
+    writer = _Writer(app, session, send, shielded=True)
     try:
-        if watch:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-                try:
-                    await writer.run(stream, conn, initial, sse_now)
-                finally:
-                    nursery.cancel_scope.cancel()
-        else:
-            await writer.run(stream, conn, initial, sse_now)
+        first: Any = _NOTHING
+        if not watch and not sse_now:
+            with trio.move_on_after(app.settings.disconnect_watch_delay):
+                first = await _next_item(conn)
+            if first is not _NOTHING and (first is None or first[0] != "e"):
+                writer.shielded = False  # no watcher: nothing to shield from
+                await writer.run(stream, conn, initial, sse_now, first)
+                return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+            try:
+                await writer.run(stream, conn, initial, sse_now, first)
+            finally:
+                nursery.cancel_scope.cancel()
     finally:
         session.connections -= 1
         app.response_ended()
@@ -153,6 +165,18 @@ async def pump(
             )
             if target is not None:
                 app.forget_later(session, target)
+
+
+#: No item received yet (see pump).
+_NOTHING: Final[Any] = object()
+
+
+async def _next_item(conn: Conn) -> tuple[Any, ...] | None:
+    """The next item for a response, None at the end of its stream."""
+    try:
+        return await conn.recv.receive()
+    except trio.EndOfChannel:
+        return None
 
 
 class _Writer:
@@ -174,21 +198,31 @@ class _Writer:
         #: What goes out in front of the next body write (the SSE ``retry`` hint).
         self.prefix = b""
 
-    async def run(self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool) -> None:
+    async def run(
+        self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any = _NOTHING
+    ) -> None:
+        """Write the response; ``first``: an item already received (None: the end)."""
         try:
-            await self._run(stream, conn, initial, sse_now)
+            await self._run(stream, conn, initial, sse_now, first)
         except trio.TooSlowError:
             pass  # the client does not read: drop the connection, it can resume
 
-    async def _run(self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool) -> None:
+    async def _run(
+        self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any
+    ) -> None:
         if sse_now:
             await self.start_sse()
         if initial:
             await self.write(b"".join(format_event(event_id, data) for event_id, data in initial))
         recv = conn.recv
+        item: tuple[Any, ...] | None
         while True:
-            if self.started:
-                item: tuple[Any, ...] | None = None
+            if first is not _NOTHING:
+                item, first = first, _NOTHING
+                if item is None:
+                    break
+            elif self.started:
+                item = None
                 with trio.move_on_after(self.settings.ping_interval):
                     try:
                         item = await recv.receive()
@@ -204,6 +238,11 @@ class _Writer:
                     break
             if item[0] == "j":
                 await self.json_answer(item[1], stream is not None and stream.batch)
+                return
+            if item[0] == "x":  # every request of the POST was cancelled: no answer
+                if self.started:
+                    break
+                await self.last_write(202, b"")
                 return
             if not self.started:
                 await self.start_sse()

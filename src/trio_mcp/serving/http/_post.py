@@ -190,12 +190,10 @@ async def _post_session(
         if is_init:
             app.end_session(session, "initialize not accepted")
         raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
-    # A POST's answer in a session needs no watcher for the client going away:
-    # the request is not cancelled by it, a JSON answer is written once to
-    # whoever is there, and an SSE stream's events are stored for the client to
-    # resume (a resuming GET takes the stream over; writes to a closed
-    # connection are dropped by the server). A stateless request, whose
-    # client going away ends it, does need one.
+    # A stateless request, whose client going away ends it, is watched for
+    # that from the start; a POST in a session only once its answer is not
+    # there at once (see pump): a client that went away must not keep its
+    # connection and task until a slow (or never) answer.
     await pump(
         app,
         session,

@@ -13,7 +13,7 @@ import msgspec
 import trio
 from msgspec import Struct
 
-from ...protocol import V2025_11_25, ErrorResponse, Frame, Request, Response, coerce
+from ...protocol import V2025_11_25, ErrorResponse, Frame, Notification, Request, Response, coerce
 from ...transports._base import RELATED_REQUEST, TransportClosed
 from ._config import Mode
 from ._eventstore import EventStore, StoredEvent
@@ -171,13 +171,35 @@ class HttpSessionStream:
             stats = self._in_send.statistics()
             if stats.current_buffer_used == 0 and stats.tasks_waiting_receive > 0 and direct(frame):
                 return 0
+        queued = False
         with trio.move_on_after(self.settings.enqueue_timeout):
             try:
                 await self._in_send.send(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return 404
-            return 0
-        return 503
+            queued = True
+        if not queued:
+            return 503
+        if type(frame) is not Request:
+            await self._end_cancelled(frame)
+        return 0
+
+    async def _end_cancelled(self, frame: Frame) -> None:
+        """The client cancelled requests (``notifications/cancelled``): they
+        will not be answered, so their POST responses end without an answer
+        (nothing is left waiting on a connection; see :meth:`OutStream.cancel`)."""
+        for item in frame if type(frame) is list else (frame,):
+            if type(item) is not Notification or item.method != "notifications/cancelled":
+                continue
+            try:
+                ident = coerce(item.params, _CancelledOnly).requestId
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                continue
+            if type(ident) not in (int, str) or ident == self.init_id:
+                continue  # initialize is never cancelled (the peer answers it)
+            stream = self.awaiting.pop(ident, None)
+            if stream is not None:
+                await stream.cancel(ident)
 
     # ------------------------------------------------------- MessageStream
 
@@ -267,6 +289,10 @@ class HttpSessionStream:
 
 class _VersionOnly(Struct):
     protocolVersion: Any = None
+
+
+class _CancelledOnly(Struct):
+    requestId: Any = None
 
 
 async def close_sse_stream(context: Any) -> bool:

@@ -10,6 +10,7 @@ them their ids), so a broken stream can be resumed.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,8 @@ class Conn:
     """One HTTP response carrying a stream to the client.
 
     Items: ``("e", event_id, data)`` for an SSE event, ``("j", messages)`` for
-    the JSON answer of a POST. The producer closes the channel when the
+    the JSON answer of a POST, ``("x",)`` for a POST whose requests were all
+    cancelled (no answer: ``202``, or the end of its SSE stream). The producer closes the channel when the
     stream is complete; ``complete`` tells the consumer it may forget it.
     """
 
@@ -165,12 +167,38 @@ class OutStream:
         if event_id is None and data:
             session.dropped()  # no connection and nothing to resume from
 
+    async def cancel(self, ident: int | str) -> None:
+        """The client cancelled request ``ident``: it gets no answer. Once
+        nothing else is pending the stream ends (its JSON answer with what
+        was answered, else ``("x",)``; or the end of its SSE stream)."""
+        async with self.lock:
+            if self.done or ident not in self.pending:
+                return
+            self.pending.discard(ident)
+            if self.pending:
+                return
+            if self.mode == "sse":
+                self._finish()
+            elif self.answers:
+                self._finish_json()
+            else:
+                self.done = True
+                self.session.streams.pop(self.id, None)
+                conn = self.conn
+                if conn is not None:
+                    conn.complete = True
+                    with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
+                        conn.send.send_nowait(("x",))  # (a JSON-mode conn carries nothing else)
+                    conn.send.close()
+                    self.conn = None
+
     def _finish_json(self) -> None:
         self.done = True
         self.session.streams.pop(self.id, None)
         conn = self.conn
         if conn is None:
             self.session.dropped(len(self.answers))
+            self._forget_detached()
             return
         conn.complete = True
         try:
@@ -188,6 +216,14 @@ class OutStream:
             conn.complete = True
             conn.send.close()
             self.conn = None
+        else:
+            self._forget_detached()
+
+    def _forget_detached(self) -> None:
+        """Complete with no connection (the client went away): its events stay
+        in the store for a resumption for ``completed_stream_retention``
+        seconds only, not until the session ends."""
+        self.session.app.forget_later(self.session, self.id)
 
     # ------------------------------------------------------------ consumer
 
