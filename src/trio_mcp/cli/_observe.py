@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol import Frame, Notification
+from ..transports import MessageStream
 
 __all__ = ["NotificationObserver", "ObservedStream"]
 
@@ -28,7 +29,7 @@ class ObservedStream:
     Only ``send``, ``receive`` and ``aclose`` are offered: the wrapped stream's
     fast paths (``receive_nowait``, inline serving) would bypass the observer."""
 
-    def __init__(self, stream: Any, observer: NotificationObserver) -> None:
+    def __init__(self, stream: MessageStream, observer: NotificationObserver) -> None:
         self._stream = stream
         self._observer = observer
 
