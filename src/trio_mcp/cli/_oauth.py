@@ -135,15 +135,25 @@ class LoopbackBrowserHandler:
         return self._redirect_uri
 
     async def authorize(self, request: AuthorizationRequest) -> str:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._send_user, request.url)
+            redirect = await self._callback()
+            nursery.cancel_scope.cancel()  # a browser command still running is abandoned
+        return redirect
+
+    async def _send_user(self, url: str) -> None:
         out = self._out or sys.stderr
-        opened = _has_browser() and webbrowser.open(request.url)
-        if opened:
-            print("trio-mcp: log in in the browser window that opened (waiting)…", file=out, flush=True)
-        else:
-            print(
-                f"trio-mcp: to authorize, open this URL in a browser:\n  {request.url}", file=out, flush=True
-            )
-        while True:  # bounded by the OAuth client's authorization_timeout
+        if _has_browser():
+            print("trio-mcp: log in in the browser (waiting for it)…", file=out, flush=True)
+            # webbrowser may wait for the browser command: in a thread, beside the listener
+            if await trio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True):
+                return
+        print(f"trio-mcp: to authorize, open this URL in a browser:\n  {url}", file=out, flush=True)
+
+    async def _callback(self) -> str:
+        """The redirect back to ``/callback`` (bounded by the OAuth client's
+        ``authorization_timeout``); other requests get a 404."""
+        while True:
             stream = await self._listener.accept()
             async with stream:
                 target = await _request_target(stream)
