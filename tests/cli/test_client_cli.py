@@ -53,7 +53,7 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=full_env
+        [*CLI, *args], check=False, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=full_env
     )
 
 
