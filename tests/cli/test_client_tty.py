@@ -79,9 +79,9 @@ def test_elicitation_is_answered_at_the_keyboard() -> None:
     assert out.strip() == "Hello Ada (30); newsletter: yes; theme: dark.", shown
 
 
-def test_elicitation_without_a_terminal_is_declined_with_a_message() -> None:
-    out = subprocess.run(
-        [*CLI, "call", "collect_preferences", *STDIO],
+def run_without_terminal(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args],
         check=False,
         capture_output=True,
         text=True,
@@ -89,6 +89,10 @@ def test_elicitation_without_a_terminal_is_declined_with_a_message() -> None:
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
     )
+
+
+def test_elicitation_without_a_terminal_is_declined_with_a_message() -> None:
+    out = run_without_terminal("call", "collect_preferences", *STDIO)
     assert out.returncode == 0 and out.stdout.strip() == "The user chose to decline."
     assert "declined (not a terminal" in out.stderr
 
@@ -99,15 +103,7 @@ def test_server_everything_elicitation_tool_appears_and_is_declined() -> None:
     target = ["--", node, entry, "stdio"]
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*CLI, *args, *target],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=WAIT,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-        )
+        return run_without_terminal(*args, *target)
 
     tools = run("tools")
     assert tools.returncode == 0, tools.stderr
