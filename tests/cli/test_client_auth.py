@@ -16,7 +16,7 @@ import attrs
 import httpx
 import trio
 from tests.auth.test_client_credentials import CLIENT_ID, SECRET, credentials_server, grants
-from tests.auth.test_oauth_client import header, serve, world
+from tests.auth.test_oauth_client import header, lifespan, serve, world
 
 from trio_mcp import MCPServer
 from trio_mcp.cli._oauth import FileTokenStorage
@@ -189,3 +189,23 @@ def test_token_cache_file_is_private(tmp_path: Path) -> None:
     loaded = trio.run(save)
     assert loaded is not None and loaded.access_token == "secret"
     assert stat.S_IMODE((tmp_path / "dir" / "oauth.json").stat().st_mode) == 0o600
+
+
+async def html_404(scope: Any, receive: Any, send: Any) -> None:
+    """A web server that is not MCP: every request is an HTML 404."""
+    if scope["type"] == "lifespan":
+        await lifespan(receive, send)
+        return
+    await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"text/html")]})
+    await send({"type": "http.response.body", "body": b"<html><body>Not Found</body></html>"})
+
+
+async def test_an_html_404_is_one_line_naming_the_status_and_url() -> None:
+    async with serve(html_404) as base:
+        out = await run_cli("tools", f"{base}/mcp")
+    err = out.stderr.decode()
+    assert out.returncode == 4
+    assert (
+        err
+        == f"trio-mcp: {base}/mcp answered HTTP 404 Not Found (text/html): not an MCP endpoint (is the URL right?)\n"
+    )

@@ -210,4 +210,4 @@ def test_a_wrong_path_is_one_line_naming_the_status_and_url(http_url: str) -> No
     out = cli("list", wrong)
     assert out.returncode == 4
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
-    assert f"{wrong} answered HTTP 404" in out.stderr and "not an MCP endpoint" in out.stderr
+    assert f"{wrong} answered HTTP 404 Not Found" in out.stderr and "not an MCP endpoint" in out.stderr
