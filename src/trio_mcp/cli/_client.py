@@ -388,8 +388,7 @@ def _not_mcp(url: str) -> str | None:
         return None  # unreachable: the transport's own message says it best
     ctype = response.headers.get("content-type", "").partition(";")[0].strip() or "no content type"
     if response.status_code >= 400 or ctype not in ("application/json", "text/event-stream"):
-        status = f"HTTP {response.status_code}" + (
-            f" {response.reason_phrase}" if response.reason_phrase else ""
-        )
+        reason = response.reason_phrase or httpx.codes.get_reason_phrase(response.status_code)
+        status = f"HTTP {response.status_code}" + (f" {reason}" if reason else "")
         return f"{url} answered {status} ({ctype}): not an MCP endpoint (is the URL right?)"
     return None
