@@ -88,7 +88,9 @@ def test_an_unsupported_python_is_named(project: Path, old_python: str) -> None:
 
 
 def test_a_venv_of_an_unsupported_python_is_rebuilt(project: Path, old_python: str) -> None:
-    subprocess.run([old_python, "-m", "venv", "--without-pip", str(project / ".venv")], check=True, timeout=120)
+    subprocess.run(
+        [old_python, "-m", "venv", "--without-pip", str(project / ".venv")], check=True, timeout=120
+    )
     major, minor = _version(old_python) or (0, 0)
     out = setup(project, sys.executable)
     assert out.returncode == 0, out.stderr
