@@ -321,7 +321,14 @@ async def roots_resource(ctx: Context) -> list[dict[str, Any]]:
     return [msgspec.to_builtins(root) for root in roots]
 
 
-@app.resource("file://{+path}", name="file", description="A file inside one of the client's roots.")
+# The path is absolute by design and confine() keeps it inside a root (symbolic
+# links and ".." resolved), so this template opts out of the default refusal.
+@app.resource(
+    "file://{+path}",
+    name="file",
+    description="A file inside one of the client's roots.",
+    allow_path_traversal=True,
+)
 async def file_resource(ctx: Context, path: str) -> str | bytes:
     uri = f"file://{path}"
     resolved, _ = confine(uri, await current_roots(ctx))

@@ -5,11 +5,12 @@ tests share this).
 first, so in CI every interop test runs):
 
 * ``tests/interop/node_modules``: the npm peers pinned by ``package.json`` /
-  ``package-lock.json`` (server-everything, server-filesystem, the
-  conformance suite, the inspector) and a Node 22 binary
-  (``node_modules/.bin/node``); stamp ``node_modules/.installed-lock``;
-* ``.cache/sdk-venv``: the official Python SDK and the SDK-based servers
-  pinned by ``requirements-sdk.txt``; stamp ``.cache/sdk-venv/.installed``.
+  ``package-lock.json`` (server-everything and the conformance suite) and a
+  Node 22 binary the tests run on (``node_modules/.bin/node``); stamp
+  ``node_modules/.installed-lock``. Installing them needs Node >=
+  :data:`NODE_MIN_MAJOR` with npm (``scripts/setup-interop``, README.md);
+* ``.cache/sdk-venv``: the official Python SDK and the SDK-based server
+  (mcp-server-time) pinned by ``requirements-sdk.txt``; stamp ``.cache/sdk-venv/.installed``.
 
 A test needing a peer is skipped only when that setup never ran (or ran for
 other pins); when the stamp says it ran but the file is missing, the test
@@ -34,6 +35,8 @@ SDK_REQUIREMENTS = INTEROP / "requirements-sdk.txt"
 SDK_STAMP = SDK_VENV / ".installed"
 LOOPBACK = INTEROP / "loopback.cjs"
 SETUP = "bash scripts/setup-interop"
+#: The oldest system Node that installs the npm peers (stated in README.md and scripts/setup-interop).
+NODE_MIN_MAJOR = 20
 
 
 def _require(pins: Path, stamp: Path, what: str, path: Path) -> Path:

@@ -33,3 +33,23 @@ def test_demo_command_shows_a_working_session() -> None:
     assert "behind one gateway at http://127.0.0.1:" in out.stdout
     summary = [line for line in out.stdout.splitlines() if line.startswith("fleet: 120 calls")]
     assert summary and "through the gateway" in summary[0] and " ok, " in summary[0], out.stdout
+
+
+def test_one_node_requirement_in_readme_scripts_and_tests() -> None:
+    from tests.peers import NODE_MIN_MAJOR
+
+    readme = (ROOT / "README.md").read_text()
+    script = (ROOT / "scripts" / "setup-interop").read_text()
+    assert set(re.findall(r"Node ≥ (\d+)", readme)) == {str(NODE_MIN_MAJOR)}
+    assert re.findall(r"^NODE_MIN_MAJOR=(\d+)$", script, re.MULTILINE) == [str(NODE_MIN_MAJOR)]
+
+
+def test_readme_shows_every_client_verb_with_an_example() -> None:
+    from trio_mcp.cli._client import CLIENT_VERBS
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## The command line", 1)[1].split("\n## ", 1)[0]
+    for verb in CLIENT_VERBS:
+        assert re.search(
+            rf"^\| `{re.escape(verb)}` \|.*\| `trio-mcp {re.escape(verb)} ", section, re.MULTILINE
+        ), verb

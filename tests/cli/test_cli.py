@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from trio_mcp.cli._arguments import UsageError
 from trio_mcp.cli._main import coerce_value
 from trio_mcp.cli._targets import TargetError, load_app
 
@@ -41,7 +42,7 @@ def test_values_are_coerced_by_the_input_schema(raw: str, schema: dict | None, e
 
 
 def test_a_value_that_does_not_fit_is_a_clear_error() -> None:
-    with pytest.raises(SystemExit, match="cannot read 'x' as integer"):
+    with pytest.raises(UsageError, match="cannot read 'x' as integer"):
         coerce_value("x", {"type": "integer"})
 
 
@@ -72,14 +73,14 @@ def test_call_over_stdio_coerces_and_prints() -> None:
 
 def test_call_exit_status_on_errors() -> None:
     bad = cli("call", "add", "a=oops", "b=1", "--", sys.executable, EXAMPLE)
-    assert bad.returncode != 0 and "cannot read 'oops' as number" in bad.stderr
+    assert bad.returncode == 2 and "cannot read 'oops' as number" in bad.stderr
     unknown = cli("call", "nope", "--", sys.executable, EXAMPLE)
     assert unknown.returncode == 2 and "no tool 'nope'" in unknown.stderr
     missing = cli("list", "--", "definitely-not-a-command-xyz")
-    assert missing.returncode == 1 and "definitely-not-a-command-xyz" in missing.stderr
+    assert missing.returncode == 4 and "definitely-not-a-command-xyz" in missing.stderr
     # nothing listens on port 9 of 127.0.0.1: one clear line, no traceback
     unreachable = cli("list", "http://127.0.0.1:9/mcp")
-    assert unreachable.returncode == 1 and "connect" in unreachable.stderr.lower()
+    assert unreachable.returncode == 4 and "connect" in unreachable.stderr.lower()
     assert "Traceback" not in unreachable.stderr and unreachable.stderr.count("\n") == 1
 
 

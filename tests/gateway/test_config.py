@@ -201,7 +201,13 @@ def test_the_readme_example_parses() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("### A gateway over a host's configuration file", 1)[1]
     example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
-    config = parse_config(example, environ={"TOKEN": "t"})
-    assert config.names == ("demo", "files", "remote", "legacy") and config.disabled == ("off",)
+    # the README shows examples/gateway.json as it is
+    shipped = Path(__file__).resolve().parents[2] / "examples" / "gateway.json"
+    assert example == json.loads(shipped.read_text())
+    config = parse_config(example, environ={})
+    assert config.names == ("demo", "everything", "roots") and config.disabled == ("off",)
+    # the remote entry the README describes in prose
+    remote = {"remote": json.loads(section.split('`"remote": ', 1)[1].split("`", 1)[0])}
+    assert parse_config({"mcpServers": remote}, environ={"TOKEN": "t"}).names == ("remote",)
     with pytest.raises(ConfigError, match=r"mcpServers.remote.headers.Authorization: \$\{TOKEN\} is not set"):
-        parse_config(example, environ={})
+        parse_config({"mcpServers": remote}, environ={})

@@ -165,7 +165,7 @@ async def _prepare(
 
     from ..bench import single_tool
     from ..bench._connect import open_session
-    from ._main import coerce_value
+    from ._arguments import coerce_value
 
     with trio.fail_after(60):
         async with open_session(target, headers=headers, era=era) as client:  # type: ignore[arg-type]

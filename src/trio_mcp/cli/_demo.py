@@ -8,9 +8,12 @@ from typing import Any
 import msgspec
 import trio
 
-from ..protocol import CreateMessageResult, LoggingMessageNotificationParams, TextContent
+from .._util import collapse_groups
+from ..actors import open_session
+from ..protocol import CreateMessageResult, LoggingMessageNotificationParams, TextContent, coerce
 from ..server import Context, MCPServer
-from ..testing import connected
+from ..transports.memory import memory_pair
+from ._observe import ObservedStream
 
 
 class Forecast(msgspec.Struct):
@@ -22,7 +25,7 @@ class Forecast(msgspec.Struct):
 def build_demo_server() -> MCPServer:
     app = MCPServer("demo", "1.0", instructions="A small demonstration server.")
 
-    @app.tool
+    @app.tool(inline=True)  # tiny and pure: no worker thread needed
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
@@ -71,39 +74,55 @@ async def run_demo(*, calls: int = 2000, out: Any = print) -> None:
             model="canned-llm",
         )
 
-    async def on_log(params: LoggingMessageNotificationParams) -> None:
-        out(f"  [server log {params.level}] {params.data}")
+    def observe(method: str, params: Any) -> None:
+        # In the order the server sent them, before the result that follows.
+        if method == "notifications/message":
+            log = coerce(params, LoggingMessageNotificationParams)
+            out(f"  [server log {log.level}] {log.data}")
+        elif method == "notifications/progress":
+            note = coerce(params, dict[str, Any])
+            message = note.get("message") or ""
+            out(f"  progress {float(note['progress'])}/{float(note.get('total', 0))} {message}")
 
-    async with connected(app, mode="bytes", sampling_handler=sampling, on_log=on_log) as client:
-        out(
-            f"connected to {client.server_info.name} {client.server_info.version} "
-            f"(protocol {client.protocol_version})"
-        )
-        tools = await client.list_all_tools()
-        out("tools: " + ", ".join(t.name for t in tools))
-        result = await client.call_tool("add", {"a": 2, "b": 40})
-        out(f"add(2, 40) -> {result.structured_content}")
-        result = await client.call_tool("forecast", {"city": "Lisbon"})
-        out(f"forecast -> {result.structured_content}")
+    async def ask_for_progress(progress: float, total: float | None, message: str | None) -> None:
+        """Shown by ``observe`` already (in order with the log messages)."""
 
-        async def progress(p: float, total: float | None, message: str | None) -> None:
-            out(f"  progress {p}/{total} {message or ''}")
+    client_end, server_end = memory_pair(mode="bytes")
+    with collapse_groups():
+        async with app.running(), trio.open_nursery() as nursery:
+            await app.start_session(server_end, nursery)
+            async with open_session(ObservedStream(client_end, observe), sampling_handler=sampling) as client:
+                await _tour(client, ask_for_progress, calls, out)
+            nursery.cancel_scope.cancel()
 
-        result = await client.call_tool("countdown", {"n": 3}, on_progress=progress)
-        out(f"countdown -> {result.content[0].text}")
-        result = await client.call_tool("haiku", {"topic": "trio"})
-        out(f"haiku -> {result.content[0].text}")
-        read = await client.read_resource("demo://greeting/world")
-        out(f"read demo://greeting/world -> {read.contents[0].text}")
-        prompt = await client.get_prompt("review", {"code": "print('hi')"})
-        out(f"prompt review -> {prompt.messages[0].content.text!r}")
-        bad = await client.call_tool("add", {"a": "two"})
-        out(f"add with a bad argument -> isError={bad.is_error}: {bad.content[0].text}")
-        start = time.perf_counter()
-        for i in range(calls):
-            await client.call_tool("add", {"a": i, "b": 1})
-        elapsed = time.perf_counter() - start
-        out(f"{calls} sequential tools/call round trips (bytes mode): {calls / elapsed:,.0f} calls/s")
+
+async def _tour(client: Any, on_progress: Any, calls: int, out: Any) -> None:
+    """What the in-memory demo asks of the server, and what it answered."""
+    out(
+        f"connected to {client.server_info.name} {client.server_info.version} "
+        f"(protocol {client.protocol_version})"
+    )
+    tools = await client.list_all_tools()
+    out("tools: " + ", ".join(t.name for t in tools))
+    result = await client.call_tool("add", {"a": 2, "b": 40})
+    out(f"add(2, 40) -> {result.structured_content}")
+    result = await client.call_tool("forecast", {"city": "Lisbon"})
+    out(f"forecast -> {result.structured_content}")
+    result = await client.call_tool("countdown", {"n": 3}, on_progress=on_progress)
+    out(f"countdown -> {result.content[0].text}")
+    result = await client.call_tool("haiku", {"topic": "trio"})
+    out(f"haiku -> {result.content[0].text}")
+    read = await client.read_resource("demo://greeting/world")
+    out(f"read demo://greeting/world -> {read.contents[0].text}")
+    prompt = await client.get_prompt("review", {"code": "print('hi')"})
+    out(f"prompt review -> {prompt.messages[0].content.text!r}")
+    bad = await client.call_tool("add", {"a": "two"})
+    out(f"add with a bad argument -> isError={bad.is_error}: {bad.content[0].text}")
+    start = time.perf_counter()
+    for i in range(calls):
+        await client.call_tool("add", {"a": i, "b": 1})
+    elapsed = time.perf_counter() - start
+    out(f"{calls} sequential tools/call round trips (bytes mode): {calls / elapsed:,.0f} calls/s")
 
 
 def main() -> int:

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import attrs
 import msgspec
+import trio
 from msgspec import UNSET
 
 from .._util import describe
@@ -63,12 +64,13 @@ from ..protocol import (
     UnsubscribeRequestParams,
 )
 from ._content import to_prompt_messages, to_resource_contents, to_tool_result
-from ._functions import FunctionSpec, ToolArgumentError, inspect_function
+from ._functions import FunctionSpec, ToolArgumentError, inspect_function, is_async, run_sync_in_thread
 from ._lowlevel import LowLevelServer, paginate
 from ._schema import OutputSchema, description_of, output_schema_for
+from ._traversal import traversal_problem
 from ._uri_template import UriTemplate
 
-__all__ = ["CompletionFn", "MCPServer"]
+__all__ = ["DEFAULT_MAX_SYNC_THREADS", "CompletionFn", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 TaskSupport = Literal["optional", "required"]
@@ -77,6 +79,9 @@ CompletionFn = Callable[[str, dict[str, str]], Any]
 
 #: Completion values per answer (the specification's maximum).
 MAX_COMPLETION_VALUES = 100
+#: Worker threads running sync (``def``) handlers at once, per server
+#: (``MCPServer(max_sync_threads=...)``); more calls wait for a thread.
+DEFAULT_MAX_SYNC_THREADS = 40
 
 
 @attrs.define
@@ -89,6 +94,7 @@ class _ToolEntry:
     #: ``"call"``: the task starts with the call; ``"tool"``: the tool starts
     #: it itself (``ctx.start_task``), after gathering input synchronously.
     task_start: Literal["call", "tool"] = "call"
+    inline: bool = False
 
 
 @attrs.define
@@ -96,6 +102,7 @@ class _ResourceEntry:
     resource: Resource
     spec: FunctionSpec
     mime_type: str | None
+    inline: bool = False
 
 
 @attrs.define
@@ -105,6 +112,8 @@ class _TemplateEntry:
     spec: FunctionSpec
     mime_type: str | None
     completions: dict[str, CompletionFn]
+    inline: bool = False
+    allow_path_traversal: bool = False
 
 
 @attrs.define
@@ -113,6 +122,7 @@ class _PromptEntry:
     spec: FunctionSpec
     required: tuple[str, ...]
     completions: dict[str, CompletionFn]
+    inline: bool = False
 
 
 def _opt(value: Any) -> Any:
@@ -120,10 +130,27 @@ def _opt(value: Any) -> Any:
 
 
 class MCPServer(LowLevelServer):
-    """A server whose tools, resources and prompts are plain functions."""
+    """A server whose tools, resources and prompts are plain functions.
 
-    def __init__(self, name: str, version: str = "0.1.0", **options: Any) -> None:
+    Sync (``def``) tools, resources, prompts and completions run in worker
+    threads, at most ``max_sync_threads`` at once (:attr:`thread_limiter`), so
+    they never block the event loop; register one with ``inline=True`` to run
+    it in the event loop's task instead (for tiny pure functions)."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        max_sync_threads: int = DEFAULT_MAX_SYNC_THREADS,
+        **options: Any,
+    ) -> None:
         super().__init__(name, version, **options)
+        if max_sync_threads < 1:
+            raise ValueError("max_sync_threads must be at least 1")
+        #: The bound of the worker threads running sync handlers.
+        self.thread_limiter = trio.CapacityLimiter(max_sync_threads)
+        self._inline_completions: set[CompletionFn] = set()
         self._tools: dict[str, _ToolEntry] = {}
         self._resources: dict[str, _ResourceEntry] = {}
         self._templates: dict[str, _TemplateEntry] = {}
@@ -149,6 +176,7 @@ class MCPServer(LowLevelServer):
         meta: dict[str, Any] | None = ...,
         task_support: TaskSupport | None = ...,
         task_start: Literal["call", "tool"] = ...,
+        inline: bool = ...,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -163,7 +191,10 @@ class MCPServer(LowLevelServer):
         extension (2026-07-28) gets a task handle at once and the result from
         the task; ``"required"`` refuses other calls. ``task_start="tool"``:
         the tool runs as a plain call first (it may ask for input) and starts
-        the task itself with ``return await ctx.start_task(work)``."""
+        the task itself with ``return await ctx.start_task(work)``.
+
+        ``inline=True`` runs a sync function in the event loop's task instead of
+        a worker thread."""
         if fn is None:
             return _registrar(self._add_tool, options)
         self._add_tool(fn, **options)
@@ -186,6 +217,7 @@ class MCPServer(LowLevelServer):
         meta: dict[str, Any] | None = None,
         task_support: TaskSupport | None = None,
         task_start: Literal["call", "tool"] = "call",
+        inline: bool = False,
     ) -> Tool:
         if task_support not in (None, "optional", "required"):
             raise ValueError(f"task_support must be 'optional' or 'required', not {task_support!r}")
@@ -211,7 +243,7 @@ class MCPServer(LowLevelServer):
             execution=UNSET if task_support is None else ToolExecution(task_support=task_support),
             meta=_opt(meta),
         )
-        self._tools[tool_name] = _ToolEntry(tool, spec, output, task_support, task_start)
+        self._tools[tool_name] = _ToolEntry(tool, spec, output, task_support, task_start, inline)
         self._tool_list = None
         if "tools/list" not in self.request_handlers:
             self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
@@ -255,7 +287,7 @@ class MCPServer(LowLevelServer):
     async def _run_tool(self, entry: _ToolEntry, params: CallToolRequestParams, ctx: Context) -> Any:
         arguments = None if params.arguments is UNSET else params.arguments
         try:
-            value = await entry.spec.call(arguments, ctx)
+            value = await self._invoke(entry.spec, arguments, ctx, entry.inline)
         except ToolArgumentError as exc:
             return _tool_error(f"Invalid arguments for tool {params.name!r}: {exc}")
         except Exception as exc:  # a tool failure is a result, never a dead session
@@ -288,8 +320,17 @@ class MCPServer(LowLevelServer):
         icons: Sequence[Icon] | None = None,
         complete: dict[str, CompletionFn] | None = None,
         meta: dict[str, Any] | None = None,
+        inline: bool = False,
+        allow_path_traversal: bool = False,
     ) -> Callable[[F], F]:
-        """Register a resource (fixed URI) or a resource template (``{param}`` in the URI)."""
+        """Register a resource (fixed URI) or a resource template (``{param}`` in the URI).
+
+        A template refuses, before its function runs, a URI whose variables
+        (after percent-decoding, at every level) hold a ``..`` path segment, an
+        absolute path or a NUL (:func:`traversal_problem`);
+        ``allow_path_traversal=True`` lets such values through to a function
+        that checks them itself. ``inline=True`` runs a sync function in the
+        event loop's task instead of a worker thread."""
 
         def register(fn: F) -> F:
             spec = inspect_function(fn, context_type=Context, strict=False)
@@ -312,7 +353,7 @@ class MCPServer(LowLevelServer):
                     meta=_opt(meta),
                 )
                 self._templates[uri] = _TemplateEntry(
-                    template, matcher, spec, mime_type, dict(complete or {})
+                    template, matcher, spec, mime_type, dict(complete or {}), inline, allow_path_traversal
                 )
             else:
                 resource = Resource(
@@ -324,7 +365,7 @@ class MCPServer(LowLevelServer):
                     icons=UNSET if not icons else list(icons),
                     meta=_opt(meta),
                 )
-                self._resources[uri] = _ResourceEntry(resource, spec, mime_type)
+                self._resources[uri] = _ResourceEntry(resource, spec, mime_type, inline)
             if "resources/read" not in self.request_handlers:
                 self.set_request_handler("resources/list", PaginatedRequestParams, self._list_resources)
                 self.set_request_handler(
@@ -355,13 +396,15 @@ class MCPServer(LowLevelServer):
         uri = params.uri
         entry = self._resources.get(uri)
         if entry is not None:
-            value = await entry.spec.call({}, ctx)
+            value = await self._invoke(entry.spec, {}, ctx, entry.inline)
             return ReadResourceResult(contents=to_resource_contents(uri, value, entry.mime_type))
         for tentry in self._templates.values():
             args = tentry.matcher.match(uri)
             if args is not None:
+                if not tentry.allow_path_traversal:
+                    _refuse_traversal(uri, tentry.template.uri_template, args)
                 try:
-                    value = await tentry.spec.call(args, ctx)
+                    value = await self._invoke(tentry.spec, args, ctx, tentry.inline)
                 except ToolArgumentError as exc:
                     raise InvalidParams(
                         f"Invalid URI {uri!r} for template {tentry.template.uri_template!r}: {exc}"
@@ -398,10 +441,12 @@ class MCPServer(LowLevelServer):
         description: str | None = ...,
         icons: Sequence[Icon] | None = ...,
         complete: dict[str, CompletionFn] | None = ...,
+        inline: bool = ...,
     ) -> Callable[[F], F]: ...
 
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
-        """Register a function returning prompt messages (``@app.prompt``)."""
+        """Register a function returning prompt messages (``@app.prompt``);
+        ``inline=True`` runs a sync function in the event loop's task."""
         if fn is None:
             return _registrar(self._add_prompt, options)
         self._add_prompt(fn, **options)
@@ -416,6 +461,7 @@ class MCPServer(LowLevelServer):
         description: str | None = None,
         icons: Sequence[Icon] | None = None,
         complete: dict[str, CompletionFn] | None = None,
+        inline: bool = False,
     ) -> Prompt:
         spec = inspect_function(fn, context_type=Context, strict=False)
         props = spec.input_schema.get("properties", {})
@@ -434,7 +480,7 @@ class MCPServer(LowLevelServer):
             arguments=arguments or UNSET,
             icons=UNSET if not icons else list(icons),
         )
-        self._prompts[prompt_name] = _PromptEntry(prompt, spec, required, dict(complete or {}))
+        self._prompts[prompt_name] = _PromptEntry(prompt, spec, required, dict(complete or {}), inline)
         if "prompts/list" not in self.request_handlers:
             self.set_request_handler("prompts/list", PaginatedRequestParams, self._list_prompts)
             self.set_request_handler("prompts/get", GetPromptRequestParams, self._get_prompt)
@@ -456,18 +502,22 @@ class MCPServer(LowLevelServer):
         if missing:
             raise InvalidParams(f"Prompt {params.name!r} is missing required arguments: {', '.join(missing)}")
         try:
-            value = await entry.spec.call(arguments, ctx)
+            value = await self._invoke(entry.spec, arguments, ctx, entry.inline)
         except ToolArgumentError as exc:
             raise InvalidParams(f"Invalid arguments for prompt {params.name!r}: {exc}") from None
         return GetPromptResult(messages=to_prompt_messages(value), description=entry.prompt.description)
 
     # ---------------------------------------------------------- completions
 
-    def completion(self, ref: str, argument: str) -> Callable[[F], F]:
+    def completion(self, ref: str, argument: str, *, inline: bool = False) -> Callable[[F], F]:
         """Register completions for a prompt argument (``ref`` = prompt name)
-        or a template variable (``ref`` = the URI template)."""
+        or a template variable (``ref`` = the URI template). A sync function
+        runs in a worker thread unless ``inline=True`` (as do those given as
+        ``complete=`` unless their prompt or template is inline)."""
 
         def register(fn: F) -> F:
+            if inline:
+                self._inline_completions.add(fn)
             if ref in self._prompts:
                 self._prompts[ref].completions[argument] = fn
             elif ref in self._templates:
@@ -501,7 +551,11 @@ class MCPServer(LowLevelServer):
                 if params.context is UNSET or params.context.arguments is UNSET
                 else params.context.arguments
             )
-            result = fn(params.argument.value, context_args)
+            value = params.argument.value
+            if is_async(fn) or entry.inline or fn in self._inline_completions:
+                result = fn(value, context_args)
+            else:
+                result = await run_sync_in_thread(lambda: fn(value, context_args), self.thread_limiter)
             if hasattr(result, "__await__"):
                 result = await result
             values = [str(v) for v in result]
@@ -511,6 +565,12 @@ class MCPServer(LowLevelServer):
                 values=values[:MAX_COMPLETION_VALUES], total=total, has_more=total > MAX_COMPLETION_VALUES
             )
         )
+
+    # ------------------------------------------------------------- threads
+
+    async def _invoke(self, spec: FunctionSpec, arguments: Any, ctx: Context, inline: bool) -> Any:
+        """Call a handler: a sync one in a worker thread unless ``inline``."""
+        return await spec.call(arguments, ctx, limiter=None if inline else self.thread_limiter)
 
     # ---------------------------------------------------------- resources
 
@@ -538,6 +598,18 @@ def _output_mismatch(value: Any, annotation: Any) -> str | None:
     except (msgspec.ValidationError, TypeError) as exc:
         return str(exc)
     return None
+
+
+def _refuse_traversal(uri: str, template: str, args: dict[str, str]) -> None:
+    for name, value in args.items():
+        problem = traversal_problem(value)
+        if problem is not None:
+            raise InvalidParams(
+                f"Refused URI {uri!r} for template {template!r}: variable {name!r} {problem} "
+                "(path traversal; a template that checks its values itself is registered "
+                "with allow_path_traversal=True)",
+                data={"uri": uri, "variable": name},
+            )
 
 
 def _tool_error(message: str) -> CallToolResult:

@@ -25,6 +25,7 @@ from a URI, prompt arguments, which MCP types as ``dict[str, str]``) need
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import typing
@@ -33,6 +34,7 @@ from typing import Annotated, Any, Final
 
 import attrs
 import msgspec
+import trio
 
 from ._schema import (
     OutputSchema,
@@ -44,7 +46,7 @@ from ._schema import (
     resolve_signature,
 )
 
-__all__ = ["FunctionSpec", "ToolArgumentError", "inspect_function"]
+__all__ = ["FunctionSpec", "ToolArgumentError", "inspect_function", "is_async", "run_sync_in_thread"]
 
 _NoneType = type(None)
 _PATH_RE: Final = re.compile(r"`\$([^`]*)`")
@@ -92,7 +94,7 @@ def _is_context(tp: Any, context_type: type | tuple[type, ...]) -> bool:
     return isinstance(origin, type) and issubclass(origin, context_type)
 
 
-def _is_async(func: Callable[..., Any]) -> bool:
+def is_async(func: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(func):
         return True
     call = getattr(type(func), "__call__", None)
@@ -167,20 +169,45 @@ class FunctionSpec:
             raise ToolArgumentError(f"Invalid arguments: malformed JSON ({exc})") from None
         return msgspec.structs.asdict(args)
 
-    async def call(self, arguments: Any, context: Any = None, *, strict: bool | None = None) -> Any:
+    async def call(
+        self,
+        arguments: Any,
+        context: Any = None,
+        *,
+        strict: bool | None = None,
+        limiter: trio.CapacityLimiter | None = None,
+    ) -> Any:
         """Validate ``arguments`` (see :meth:`bind`), inject ``context`` and
-        call the function: awaited if async, called directly (in this task)
-        if sync. An awaitable returned by a sync function is awaited too."""
+        call the function: awaited if async. A sync function runs in a worker
+        thread under ``limiter`` when one is given (see :func:`run_sync_in_thread`),
+        else directly in this task. An awaitable returned by a sync function
+        is awaited too."""
         kwargs = self.bind(arguments, strict=strict)
         if self.context_parameter is not None:
             kwargs[self.context_parameter] = context
-        if self._positional:
-            result = self.func(*[kwargs.pop(n) for n in self._positional], **kwargs)
+        args = [kwargs.pop(n) for n in self._positional] if self._positional else []
+        if self.is_async:
+            return await self.func(*args, **kwargs)
+        if limiter is None:
+            result = self.func(*args, **kwargs)
         else:
-            result = self.func(**kwargs)
-        if self.is_async or inspect.isawaitable(result):
+            result = await run_sync_in_thread(functools.partial(self.func, *args, **kwargs), limiter)
+        if inspect.isawaitable(result):
             return await result
         return result
+
+
+async def run_sync_in_thread(fn: Callable[[], Any], limiter: trio.CapacityLimiter) -> Any:
+    """``fn()`` in a worker thread holding a token of ``limiter``.
+
+    Cancelling the caller returns at once (``abandon_on_cancel``): the thread
+    cannot be interrupted, so it is abandoned and runs to its end; trio keeps
+    the limiter's token borrowed until the thread really ends, so abandoned
+    threads still count against the bound and never pile up past it."""
+    # Boxed: trio refuses a coroutine returned from a thread, and a sync
+    # function returning an awaitable is allowed (the caller awaits it).
+    boxed = await trio.to_thread.run_sync(lambda: (fn(),), abandon_on_cancel=True, limiter=limiter)
+    return boxed[0]
 
 
 def inspect_function(
@@ -231,7 +258,7 @@ def inspect_function(
         func=func,
         name=getattr(func, "__name__", type(func).__name__),
         description=description_of(func),
-        is_async=_is_async(func),
+        is_async=is_async(func),
         context_parameter=context_parameter,
         arguments_type=arguments_type,
         input_schema=_struct_schema(arguments_type),

@@ -182,12 +182,18 @@ class LowLevelServer:
         self.sessions.discard(session)
 
     def broadcast_nowait(self, method: str, params: Any = UNSET) -> None:
-        """Queue a notification to every initialized session (never blocks)."""
+        """Queue a notification to every initialized session (never blocks the
+        event loop; from a sync handler's worker thread it hops to the loop)."""
+        if _hopped_to_trio(self.broadcast_nowait, method, params):
+            return
         for session in list(self.sessions):
             session.post_nowait(method, params)
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Tell the sessions subscribed to ``uri`` that it changed."""
+        """Tell the sessions subscribed to ``uri`` that it changed (callable
+        from a sync handler's worker thread too)."""
+        if _hopped_to_trio(self.notify_resource_updated, uri):
+            return
         for session in list(self.sessions):
             if session.wants_resource(uri):
                 session.post_nowait("notifications/resources/updated", {"uri": uri})
@@ -227,6 +233,25 @@ class LowLevelServer:
             ServerSession(self, stream, limits=self.limits, name=name).run
         )
         return session
+
+
+def _hopped_to_trio(fn: Callable[..., None], *args: Any) -> bool:
+    """In a worker thread of trio's (a sync handler): run ``fn(*args)`` in
+    the trio loop's thread and say so. In the loop's thread, or with no trio
+    run at all (registering at import time): False, the caller goes on."""
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        pass
+    else:
+        return False  # the loop's own thread
+    try:
+        trio.from_thread.run_sync(fn, *args)
+    except RuntimeError as exc:
+        if "wasn't created by Trio" not in str(exc):
+            raise
+        return False  # no trio run: nothing is listening yet
+    return True
 
 
 def encode_cursor(offset: int) -> str:
