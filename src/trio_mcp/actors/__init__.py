@@ -1,7 +1,7 @@
 """Actors: the JSON-RPC peer and the MCP roles (server, client, host)."""
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._actor import ExitReason
 from ._peer import (
@@ -52,6 +52,110 @@ _LAZY = {
     "ClientMiddleware": "_middleware",
     "ServerMiddleware": "_middleware",
 }
+
+if TYPE_CHECKING:  # what type checkers see of the names imported on first use
+    from ._client import (
+        ClientSession as ClientSession,
+    )
+    from ._client import (
+        open_session as open_session,
+    )
+    from ._client_tasks import (
+        TaskClient as TaskClient,
+    )
+    from ._client_tasks import (
+        TaskFailed as TaskFailed,
+    )
+    from ._client_tasks import (
+        TaskInfo as TaskInfo,
+    )
+    from ._connection import (
+        Connected as Connected,
+    )
+    from ._connection import (
+        Connection as Connection,
+    )
+    from ._connection import (
+        ConnectionEvent as ConnectionEvent,
+    )
+    from ._connection import (
+        ConnectionFailed as ConnectionFailed,
+    )
+    from ._connection import (
+        ConnectionSettings as ConnectionSettings,
+    )
+    from ._connection import (
+        Disconnected as Disconnected,
+    )
+    from ._connection import (
+        HealthCheckFailed as HealthCheckFailed,
+    )
+    from ._connection import (
+        ListsRefreshed as ListsRefreshed,
+    )
+    from ._connection import (
+        ReconnectScheduled as ReconnectScheduled,
+    )
+    from ._host import (
+        Approve as Approve,
+    )
+    from ._host import (
+        ConsentPolicy as ConsentPolicy,
+    )
+    from ._host import (
+        ConsentRequest as ConsentRequest,
+    )
+    from ._host import (
+        Deny as Deny,
+    )
+    from ._host import (
+        Host as Host,
+    )
+    from ._host import (
+        HostedTool as HostedTool,
+    )
+    from ._host import (
+        LLMProvider as LLMProvider,
+    )
+    from ._host import (
+        Modify as Modify,
+    )
+    from ._host import (
+        SamplingDenied as SamplingDenied,
+    )
+    from ._host import (
+        ToolCallDenied as ToolCallDenied,
+    )
+    from ._middleware import (
+        ClientCall as ClientCall,
+    )
+    from ._middleware import (
+        ClientMiddleware as ClientMiddleware,
+    )
+    from ._middleware import (
+        ServerMiddleware as ServerMiddleware,
+    )
+    from ._server import (
+        Context as Context,
+    )
+    from ._server import (
+        ServerSession as ServerSession,
+    )
+    from ._tasks import (
+        MemoryTaskStore as MemoryTaskStore,
+    )
+    from ._tasks import (
+        TaskRecord as TaskRecord,
+    )
+    from ._tasks import (
+        TaskRuntime as TaskRuntime,
+    )
+    from ._tasks import (
+        TaskStore as TaskStore,
+    )
+    from ._tasks import (
+        TaskStoreFull as TaskStoreFull,
+    )
 
 
 def __getattr__(name: str) -> Any:

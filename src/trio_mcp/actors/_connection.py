@@ -91,7 +91,7 @@ class ConnectionSettings:
 
     #: Delay between restarts: exponential with full jitter; the attempt
     #: counter resets after the connection stayed up ``reset_after`` seconds.
-    backoff: Backoff = Backoff(initial=0.1, maximum=10.0, multiplier=2.0, reset_after=30.0)
+    backoff: Backoff = Backoff(initial=0.1, maximum=10.0, multiplier=2.0, reset_after=30.0)  # noqa: RUF009 (frozen)
     #: More than ``max_restarts`` restarts within ``max_seconds`` gives up.
     max_restarts: int = 10
     max_seconds: float = 60.0

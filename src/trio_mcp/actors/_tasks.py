@@ -423,7 +423,7 @@ class TaskRuntime:
                 self._settle(record, "failed", error=failure.error)
             except InputNeeded:
                 self._settle(record, "failed", error=InternalError("the task asked for input outside a task"))
-            except Exception as exc:  # noqa: BLE001 (the work's failure is the task's, never the session's)
+            except Exception as exc:
                 self._settle(record, "failed", error=InternalError(f"task failed: {describe(exc)}"))
             else:
                 self._settle(record, "completed", result=result)

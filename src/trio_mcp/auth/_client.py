@@ -727,13 +727,13 @@ class OAuthClientAuth(httpx.Auth):
                 raise DiscoveryError(f"the metadata of {issuer} lacks the token endpoint")
         elif not metadata.authorization_endpoint or not metadata.token_endpoint:
             raise DiscoveryError(f"the metadata of {issuer} lacks the authorization or the token endpoint")
-        for what, url in (
+        for what, endpoint in (
             ("authorization endpoint", metadata.authorization_endpoint),
             ("token endpoint", metadata.token_endpoint),
             ("registration endpoint", metadata.registration_endpoint),
         ):
-            if url is not None:
-                self._check_secure(url, what)
+            if endpoint is not None:
+                self._check_secure(endpoint, what)
         pkce = metadata.code_challenge_methods_supported or []
         if not self._headless and "S256" not in pkce:
             raise UnsupportedServerError(

@@ -336,7 +336,7 @@ async def run_load(
                 if settled == plan.sessions:
                     all_settled.set()
                 await slot.release.wait()
-        except* Exception as group:  # noqa: BLE001 - a session's failure is reported, not raised
+        except* Exception as group:
             # (a transport's failure may arrive beside the teardown's Cancelled: except*)
             exc = _first_leaf(group)
             if slot.client is None:

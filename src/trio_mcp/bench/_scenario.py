@@ -262,7 +262,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"cannot read the scenario {path}: {exc.strerror}") from None
     loader: Callable[[str], Any]
     if path.suffix in (".yaml", ".yml"):
-        import yaml  # type: ignore[import-untyped]
+        import yaml
 
         loader = yaml.safe_load
         error: tuple[type[Exception], ...] = (yaml.YAMLError,)

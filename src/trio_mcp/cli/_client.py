@@ -284,7 +284,7 @@ def run_client_verb(args: argparse.Namespace, command: list[str]) -> int:
         trio.run(main)
     except KeyboardInterrupt:
         return 130
-    except BaseException as exc:  # noqa: BLE001 - the public edge: _report re-raises what it does not know
+    except BaseException as exc:
         return _report(args, single(exc), connected, outcome.get("target", ""))
     data, text, code = outcome["result"]
     try:

@@ -237,7 +237,7 @@ async def run_fleet(*, calls: int = 300, out: Any = print) -> dict[str, int]:
         async with open_session(stream, era="handshake") as client:
             listed = await client.list_all_tools()
             say(f"fleet up: {len(listed)} tools of {len(names)} servers behind one gateway at {info.url}")
-            plan = [
+            plan: list[tuple[str, dict[str, Any]]] = [
                 ("alpha__add", {"a": 1, "b": 2}),
                 ("beta__forecast", {"city": "Oslo"}),
                 ("flaky__echo", {"text": "hi"}),

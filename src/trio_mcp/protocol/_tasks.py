@@ -75,13 +75,13 @@ TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 # ------------------------------------------------------------- 2025-11-25
 
 
-class TaskMetadata(McpStruct, kw_only=True):
+class TaskMetadata(McpStruct, frozen=True, kw_only=True):
     """``params.task`` of a task-augmented request: the retention asked for (ms)."""
 
     ttl: int | UnsetType = UNSET
 
 
-class Task(McpStruct, kw_only=True):
+class Task(McpStruct, frozen=True, kw_only=True):
     """A task's state (2025-11-25). ``ttl`` is the retention from creation in
     ms (``None``: unlimited); ``poll_interval`` a polling hint in ms."""
 
@@ -94,13 +94,13 @@ class Task(McpStruct, kw_only=True):
     status_message: str | UnsetType = UNSET
 
 
-class CreateTaskResult(Result, kw_only=True):
+class CreateTaskResult(Result, frozen=True, kw_only=True):
     """The answer to a task-augmented request (2025-11-25)."""
 
     task: Task
 
 
-class GetTaskResult(Result, kw_only=True):
+class GetTaskResult(Result, frozen=True, kw_only=True):
     """``tasks/get`` and ``tasks/cancel`` (2025-11-25): the task's fields at the top level."""
 
     task_id: str
@@ -112,18 +112,18 @@ class GetTaskResult(Result, kw_only=True):
     status_message: str | UnsetType = UNSET
 
 
-class ListTasksResult(Result, kw_only=True):
+class ListTasksResult(Result, frozen=True, kw_only=True):
     tasks: list[Task]
     next_cursor: str | UnsetType = UNSET
 
 
-class TaskStatusNotificationParams(Task, kw_only=True):
+class TaskStatusNotificationParams(Task, frozen=True, kw_only=True):
     """``notifications/tasks/status`` (2025-11-25): the task, and ``_meta``."""
 
     meta: Meta = field(default=UNSET, name="_meta")
 
 
-class TaskRequestParams(RequestParams, kw_only=True):
+class TaskRequestParams(RequestParams, frozen=True, kw_only=True):
     """Params of ``tasks/get``, ``tasks/result`` and ``tasks/cancel``."""
 
     task_id: str
@@ -132,7 +132,7 @@ class TaskRequestParams(RequestParams, kw_only=True):
 # ------------------------------------------------------------- 2026-07-28
 
 
-class TaskCreated(Result, kw_only=True):
+class TaskCreated(Result, frozen=True, kw_only=True):
     """A task handle answered in lieu of a request's result (2026-07-28,
     ``resultType: "task"``): the task's fields at the top level, nothing else."""
 
@@ -146,7 +146,7 @@ class TaskCreated(Result, kw_only=True):
     status_message: str | UnsetType = UNSET
 
 
-class DetailedTask(TaskCreated, kw_only=True):
+class DetailedTask(TaskCreated, frozen=True, kw_only=True):
     """``tasks/get`` (2026-07-28): the task, with its ``result`` once completed,
     its ``error`` (a JSON-RPC error object) once failed, and the pending
     ``input_requests`` while ``input_required``."""
@@ -157,7 +157,7 @@ class DetailedTask(TaskCreated, kw_only=True):
     input_requests: dict[str, InputRequest] | UnsetType = UNSET
 
 
-class UpdateTaskRequestParams(RequestParams, kw_only=True):
+class UpdateTaskRequestParams(RequestParams, frozen=True, kw_only=True):
     """``tasks/update`` (2026-07-28): answers to some or all pending input requests."""
 
     task_id: str

@@ -165,6 +165,7 @@ class MCPServer(LowLevelServer):
     @overload
     def tool(
         self,
+        /,
         *,
         name: str | None = ...,
         title: str | None = ...,
@@ -279,7 +280,8 @@ class MCPServer(LowLevelServer):
             elif entry.task_start == "call":
 
                 async def work(task_ctx: Context) -> CallToolResult:
-                    return await self._run_tool(entry, params, task_ctx)
+                    result: CallToolResult = await self._run_tool(entry, params, task_ctx)
+                    return result
 
                 return await tasks.create(ctx, work, task_param=params.task)
         return await self._run_tool(entry, params, ctx)
@@ -435,6 +437,7 @@ class MCPServer(LowLevelServer):
     @overload
     def prompt(
         self,
+        /,
         *,
         name: str | None = ...,
         title: str | None = ...,

@@ -97,7 +97,7 @@ def _is_context(tp: Any, context_type: type | tuple[type, ...]) -> bool:
 def is_async(func: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(func):
         return True
-    call = getattr(type(func), "__call__", None)
+    call = getattr(type(func), "__call__", None)  # noqa: B004 (the class's __call__ is what is awaited)
     return (
         not inspect.isfunction(func)
         and not inspect.ismethod(func)

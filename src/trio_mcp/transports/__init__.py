@@ -6,6 +6,8 @@ live in their own modules (``transports.http``, ``transports.sse``,
 The Streamable HTTP server, which hosts sessions, is in :mod:`trio_mcp.serving`.
 """
 
+from typing import TYPE_CHECKING
+
 from ._base import RELATED_REQUEST, MessageStream, TransportClosed, TransportError
 from .memory import MemoryStream, memory_pair
 from .stdio import (
@@ -30,6 +32,35 @@ _LAZY = {
     "WebSocketServerSettings": "websocket",
     "WebSocketTransport": "websocket",
 }
+
+if TYPE_CHECKING:  # what type checkers see of the names imported on first use
+    from .http import (
+        HttpClientSettings as HttpClientSettings,
+    )
+    from .http import (
+        StreamableHttpTransport as StreamableHttpTransport,
+    )
+    from .sse import (
+        SseApp as SseApp,
+    )
+    from .sse import (
+        SseServer as SseServer,
+    )
+    from .sse import (
+        SseServerSettings as SseServerSettings,
+    )
+    from .sse import (
+        SseTransport as SseTransport,
+    )
+    from .websocket import (
+        WebSocketServer as WebSocketServer,
+    )
+    from .websocket import (
+        WebSocketServerSettings as WebSocketServerSettings,
+    )
+    from .websocket import (
+        WebSocketTransport as WebSocketTransport,
+    )
 
 
 def __getattr__(name: str) -> object:

@@ -89,7 +89,7 @@ import secrets
 import ssl
 from collections.abc import Mapping
 from functools import lru_cache, partial
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import attrs
@@ -540,12 +540,12 @@ class SseServer:
         config.bind = [f"{host_in_url(host)}:{self.port}"]
         config.graceful_timeout = self.graceful_timeout
         config.accesslog = None
-        config.errorlog = logging.getLogger("trio_mcp.sse.hypercorn")  # type: ignore[assignment]
+        config.errorlog = logging.getLogger("trio_mcp.sse.hypercorn")
         hypercorn_stop = trio.Event()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.asgi.run)
             binds = await nursery.start(
-                partial(serve, self.asgi, config, shutdown_trigger=hypercorn_stop.wait)
+                partial(serve, cast(Any, self.asgi), config, shutdown_trigger=hypercorn_stop.wait)
             )
             port = int(binds[0].rpartition(":")[2]) if binds else self.port
             self.info = ServerInfo.at("http", host, port, self.asgi.settings.sse_path)

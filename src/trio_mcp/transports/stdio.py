@@ -52,7 +52,7 @@ import socket
 import stat
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final, NoReturn
 
@@ -580,6 +580,14 @@ class StdioExit:
     detail: str = ""
 
 
+def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _str_dict(value: Mapping[str, str]) -> dict[str, str]:
+    return dict(value)
+
+
 @attrs.frozen(kw_only=True)
 class StdioServerParameters:
     """How to start and stop a stdio MCP server (one typed config object;
@@ -597,8 +605,8 @@ class StdioServerParameters:
     """
 
     command: str
-    args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    env: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    args: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    env: Mapping[str, str] = attrs.field(factory=dict, converter=_str_dict, hash=False)
     cwd: str | None = attrs.field(default=None, converter=attrs.converters.optional(os.fspath))
     inherit_env: bool = False
     #: Name used in logs and errors (default: the command's basename).

@@ -272,7 +272,7 @@ class HttpClientStream:
             ident = coerce(params, dict[str, Any]).get("requestId")
         except (msgspec.ValidationError, msgspec.DecodeError):
             return
-        if type(ident) in (int, str):
+        if isinstance(ident, (int, str)) and not isinstance(ident, bool):
             scope = self._inflight.get(ident)
             if scope is not None:
                 scope.cancel()
@@ -461,7 +461,7 @@ class HttpClientStream:
             log.debug("SSE stream broke: %s", describe(exc))
             return got
         finally:
-            await chunks.aclose()
+            await chunks.aclose()  # type: ignore[attr-defined]  # httpx's iterator is an async generator
 
     def _retry_delay(self, decoder: SseDecoder) -> float:
         retry = decoder.retry

@@ -105,9 +105,8 @@ class SseDecoder:
         elif name == "id":
             if "\0" not in value:
                 self.last_event_id = value
-        elif name == "retry":
-            if value.isdigit():
-                self.retry = int(value)
+        elif name == "retry" and value.isdigit():
+            self.retry = int(value)
         return None
 
     def _dispatch(self) -> SseEvent | None:
