@@ -3,9 +3,10 @@ pool, grown on demand), the in-order notification worker, the outbox of the
 read loop's own answers, and serving a request inline in its caller's task.
 
 Over a stream that can write several messages at once (``send_batch``, e.g.
-stdio), a worker does not write its answer itself: it hands it to the answer
-writer and goes on to its next request; the writer sends every answer handed
-over in one scheduling turn with one write. An answer not written yet still
+stdio), a worker whose request is not the only one in flight does not write
+its answer itself: it hands it to the answer writer and goes on to its next
+request; the writer sends every answer handed over in one scheduling turn
+with one write (a lone request's worker writes its answer itself). An answer not written yet still
 counts against the admission capacity, so a peer that does not read its
 answers cannot make them pile up.
 
@@ -174,10 +175,10 @@ class _HandlerPool:
         out = self._settle(ident, reply)
         if out is None:
             return  # its batch is answered when the last of it is done
-        if self._gathers:
-            self._hand_over(out)
+        if self._gathers and (self._answers or self._inflight):
+            self._hand_over(out)  # others are being served: gather theirs with it
         else:
-            await self._send(out, req.method)
+            await self._send(out, req.method)  # alone: no task switch for one answer
 
     def _hand_over(self, out: Any) -> None:
         """Give an answer to the answer writer (see the module doc)."""
