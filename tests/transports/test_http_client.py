@@ -281,7 +281,7 @@ async def test_resource_update_over_the_get_stream() -> None:
 async def test_close_deletes_the_session() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving() as server:
-            async with connect(server.url) as (client, stream):
+            async with connect(server.url) as (client, _stream):
                 await client.ping()
                 assert server.statistics().sessions == 1
             assert server.statistics().sessions == 0
@@ -308,7 +308,7 @@ async def test_dropped_session_seen_by_the_get_stream() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving() as server:
             with pytest.raises(TransportError, match="session expired"), collapse_groups():
-                async with connect(server.url) as (client, stream):
+                async with connect(server.url) as (_client, stream):
                     await stream.wait_get_stream()
                     assert stream.session_id is not None
                     await server.asgi.terminate_session(stream.session_id)
@@ -425,7 +425,7 @@ async def test_broken_post_stream_is_resumed_with_last_event_id() -> None:
             serving_asgi(cut_post, app) as (_, url),
             connect(url, transport={"open_get_stream": False}) as (
                 client,
-                stream,
+                _stream,
             ),
         ):
             result = await client.call_tool("long_job", on_progress=on_progress)
@@ -482,7 +482,7 @@ async def test_server_closes_the_request_stream_and_the_client_resumes() -> None
     with trio.fail_after(TIMEOUT):
         async with (
             serving(app) as server,
-            connect(server.url, transport={"open_get_stream": False}) as (client, stream),
+            connect(server.url, transport={"open_get_stream": False}) as (client, _stream),
         ):
             result = await client.call_tool("polled", on_progress=on_progress)
             assert result.content[0].text == "answer after reconnect"  # type: ignore[union-attr]

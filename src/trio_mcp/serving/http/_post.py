@@ -5,17 +5,17 @@ or as an SSE stream (see :mod:`trio_mcp.serving.http`)."""
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ...actors import PeerLimits
+from ...actors._peer_limits import oversized_batch
 from ...protocol import (
     MODERN_VERSIONS,
     V2025_03_26,
     HeaderMismatch,
     InvalidMessage,
-    InvalidRequest,
     Request,
     decode,
     encode,
@@ -31,10 +31,7 @@ from ._streams import Conn
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
 
-__all__ = ["DEFAULT_MAX_BATCH_ITEMS", "batch_limit", "handle_post"]
-
-#: ``PeerLimits.max_batch_items``'s default.
-DEFAULT_MAX_BATCH_ITEMS: Final = 1024
+__all__ = ["batch_limit", "handle_post"]
 
 
 async def handle_post(
@@ -63,12 +60,9 @@ async def handle_post(
         if bad:
             await respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
             return
-        limit = batch_limit(app)
-        if len(items) > limit:
-            refusal = InvalidRequest(
-                f"Invalid Request: a batch of {len(items)} messages; at most {limit} are accepted"
-            )
-            await respond(send, 400, encode(error_response(None, refusal)))
+        refusal = oversized_batch(items, batch_limit(app))
+        if refusal is not None:
+            await respond(send, 400, encode(refusal))
             return
     requests = [m for m in items if type(m) is Request]
     if app.settings.stateless and not app.stateless.is_stateless(headers, requests):
@@ -132,10 +126,9 @@ def batch_limit(app: StreamableHttpApp) -> int:
     """The most messages one JSON-RPC batch may carry: the app's
     ``PeerLimits.max_batch_items`` (the peer's bound, read here because a
     Streamable HTTP session gathers a batch's answers itself, so a larger
-    batch is refused before it reaches the peer); the same default where
-    the limits have no such field."""
+    batch is refused before it reaches the peer)."""
     limits = getattr(app._shared, "limits", None) or PeerLimits()
-    return int(getattr(limits, "max_batch_items", DEFAULT_MAX_BATCH_ITEMS))
+    return int(limits.max_batch_items)
 
 
 async def read_body_in_time(app: StreamableHttpApp, receive: Receive, headers: dict[str, str]) -> bytes:
