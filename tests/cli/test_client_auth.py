@@ -20,7 +20,7 @@ from tests.auth.test_oauth_client import header, lifespan, serve, world
 
 from trio_mcp import MCPServer
 from trio_mcp.cli._oauth import FileTokenStorage
-from trio_mcp.transports.http import HttpServerSettings, StreamableHttpApp
+from trio_mcp.serving.http import HttpServerSettings, StreamableHttpApp
 
 from .conftest import CLI, ROOT
 
