@@ -46,7 +46,9 @@ def run_row(server: list[str], workers: int, callers: int, seconds: float) -> di
     argv = [sys.executable, "-m", "trio_mcp.cli", "bench", "echo", "text=hi", "-c", str(callers),
             "--workers", str(workers), "-d", f"{seconds}s", "--warmup", "1s", "--live", "off", "--json",
             "--", *server]  # fmt: skip
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds * 4 + 120, check=False, cwd=ROOT)
+    out = subprocess.run(
+        argv, capture_output=True, text=True, timeout=seconds * 4 + 120, check=False, cwd=ROOT
+    )
     if out.returncode != 0:
         raise SystemExit(f"bench_workers: a row failed: {' '.join(argv)}\n{out.stderr}")
     report = json.loads(out.stdout)

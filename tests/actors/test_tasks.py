@@ -73,7 +73,7 @@ def make_app(runtime: TaskRuntime | None = None, state: dict[str, Any] | None = 
             nursery.start_soon(ask, "second?")
         return " ".join(sorted(names))
 
-    @app.tool
+    @app.tool(inline=True)
     def plain() -> str:
         return "plain"
 

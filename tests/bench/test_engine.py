@@ -20,6 +20,8 @@ from trio_mcp.testing import connected
 TIMEOUT = 600  # virtual seconds: every run here is bounded
 
 
+# Sync handlers run inline: these tests run on the autojump clock, which would jump
+# ahead while a worker thread runs.
 def delay_app(delay: float, stall: tuple[float, float] | None = None) -> MCPServer:
     """``work`` answers after ``delay`` s; during ``stall`` (start, end: clock
     times) it answers nothing until the stall ends."""
@@ -35,7 +37,7 @@ def delay_app(delay: float, stall: tuple[float, float] | None = None) -> MCPServ
         await trio.sleep(delay)
         return "done"
 
-    @app.tool
+    @app.tool(inline=True)
     def wobbly(n: int) -> str:
         """isError on every third call."""
         app.calls += 1  # type: ignore[attr-defined]
@@ -43,11 +45,11 @@ def delay_app(delay: float, stall: tuple[float, float] | None = None) -> MCPServ
             raise RuntimeError("wobble")
         return "fine"
 
-    @app.resource("mem://item/{id}")
+    @app.resource("mem://item/{id}", inline=True)
     def item(id: str) -> str:
         return f"item {id}"
 
-    @app.prompt
+    @app.prompt(inline=True)
     def greet(name: str) -> str:
         """A greeting."""
         return f"hello {name}"

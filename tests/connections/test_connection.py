@@ -30,11 +30,13 @@ FAST = ConnectionSettings(
 )
 
 
+# Sync handlers run inline: these tests run on the autojump clock, which would jump
+# ahead while a worker thread runs.
 def make_app() -> tuple[MCPServer, dict[str, trio.Event]]:
     app = MCPServer("flaky")
     gates: dict[str, trio.Event] = {}
 
-    @app.tool
+    @app.tool(inline=True)
     def echo(text: str) -> str:
         return text
 
@@ -44,7 +46,7 @@ def make_app() -> tuple[MCPServer, dict[str, trio.Event]]:
         await gates[key].wait()
         return "released"
 
-    @app.resource("mem://{name}")
+    @app.resource("mem://{name}", inline=True)
     def item(name: str) -> str:
         return name
 
@@ -134,7 +136,7 @@ async def test_lists_refreshed_on_connect_and_on_change(autojump_clock: trio.abc
             conn = await nursery.start(Connection(InMemoryServer(app), settings=FAST).run)
             assert {t.name for t in conn.tools} == {"echo", "block", "roots"}
 
-            @app.tool
+            @app.tool(inline=True)
             def late() -> str:
                 return "late"
 

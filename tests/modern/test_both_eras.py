@@ -207,7 +207,7 @@ async def test_a_handshake_client_and_a_stateless_client_share_one_app(wires, mo
             await wait_all_tasks_blocked()
             assert len(app.sessions) == 2
 
-            @app.tool
+            @app.tool(inline=True)
             def shared() -> str:
                 return "shared"
 

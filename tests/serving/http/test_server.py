@@ -45,7 +45,7 @@ def init_message(version: str = LATEST, ident: int | str = 1) -> dict[str, Any]:
 def make_app() -> MCPServer:
     app = MCPServer("http-test")
 
-    @app.tool
+    @app.tool(inline=True)
     def echo(text: str) -> str:
         return text
 
@@ -56,7 +56,7 @@ def make_app() -> MCPServer:
         await ctx.info("done soon")
         return "finished"
 
-    @app.resource("memo://one")
+    @app.resource("memo://one", inline=True)
     def one() -> str:
         return "one"
 
@@ -442,7 +442,7 @@ async def test_get_stream_receives_server_notifications() -> None:
                 assert stream.headers["mcp-session-id"] == session.id
                 decoder = SseDecoder()
 
-                @app.tool
+                @app.tool(inline=True)
                 def late() -> str:
                     return "late"
 

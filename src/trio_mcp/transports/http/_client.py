@@ -292,7 +292,7 @@ class HttpClientStream:
         request = self._client.build_request("POST", self.url, content=encode(message), headers=headers)
         try:
             with trio.fail_after(self.settings.post_timeout):
-                response = await self._client.send(request, stream=True)
+                response = await self._send(request)
                 try:
                     status = response.status_code
                     body = await self._read_limited(response) if status >= 400 else b""
@@ -368,6 +368,16 @@ class HttpClientStream:
             await self._push(error_response(ident, error(text)))
         expect.clear()
 
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """Send a POST; once more when the server closed a kept-alive connection
+        just as it was reused (no response at all came, so the server never
+        answered it): that race is not the server going away."""
+        try:
+            return await self._client.send(request, stream=True)
+        except httpx.RemoteProtocolError as exc:
+            log.debug("POST on a connection the server closed (%s): sent once more", describe(exc))
+            return await self._client.send(request, stream=True)
+
     async def _post_request(self, message: Any, expect: set[int | str], mirrored: dict[str, str]) -> None:
         settings = self.settings
         timeout = httpx.Timeout(settings.post_timeout, connect=settings.connect_timeout, read=None)
@@ -375,7 +385,7 @@ class HttpClientStream:
         request = self._client.build_request(
             "POST", self.url, content=encode(message), headers=self._post_headers(mirrored), timeout=timeout
         )
-        response = await self._client.send(request, stream=True)
+        response = await self._send(request)
         try:
             self._check_expired(response)
             status = response.status_code
@@ -499,7 +509,7 @@ class HttpClientStream:
         request = self._client.build_request(
             "GET", self.url, headers=self._headers(last_event_id=decoder.last_event_id), timeout=timeout
         )
-        response = await self._client.send(request, stream=True)
+        response = await self._send(request)
         try:
             self._check_expired(response)
             ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
