@@ -29,6 +29,10 @@ Rules:
   ``excludeTools``/``disabled_tools``/``disabledTools``, and the gateway's own
   ``includePrompts``/``excludePrompts``/``includeResources``/``excludeResources``
   (glob patterns; resources match their URI or URI template).
+* A URL entry's ``auth``: ``{"type": "bearer", "tokenEnv": VAR}`` or
+  ``{"type": "client_credentials", "clientId", "clientSecretEnv" | "clientKey",
+  "scope"}`` (the OAuth grant, Streamable HTTP); secrets come from the
+  environment, named, never from the file.
 * A remote transport comes from the type or, without one, from the URL
   (``ws(s)://`` → WebSocket, a path ending in ``/sse`` → SSE, else Streamable
   HTTP); Gemini's ``httpUrl`` is Streamable HTTP and its ``url`` SSE.
