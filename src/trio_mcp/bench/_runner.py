@@ -11,6 +11,7 @@ from typing import IO, Any
 import attrs
 import trio
 
+from ..cli._connect import AuthSettings
 from ._engine import End, Opener, SessionLost, Setup, run_load
 from ._live import LiveDisplay
 from ._report import build_report
@@ -29,6 +30,8 @@ class BenchConfig:
     plan: LoadPlan
     scenario: Scenario
     headers: dict[str, str] = attrs.Factory(dict)
+    #: ``--auth`` (secrets named by environment variable, never held here).
+    auth: AuthSettings | None = None
     era: str = "auto"
     workers: int = 1
     thresholds: list[str] = attrs.Factory(list)
@@ -54,6 +57,7 @@ class BenchConfig:
             "max_in_flight": p.max_in_flight if p.model == "open" else None,
             "interval": p.interval,
             "headers": sorted(self.headers),  # names only: values may be secrets
+            "auth": self.auth.kind if self.auth else None,
             "scenario": self.scenario.source,
             "thresholds": list(self.thresholds),
         }
@@ -159,7 +163,12 @@ def _default_opener(config: BenchConfig) -> Opener:
     from ._connect import open_session
 
     def opener() -> Any:
-        return open_session(config.target, headers=config.headers, era=config.era)  # type: ignore[arg-type]
+        return open_session(
+            config.target,
+            headers=config.headers,
+            auth=config.auth,
+            era=config.era,  # type: ignore[arg-type]
+        )
 
     return opener
 
@@ -192,6 +201,7 @@ async def run_bench(
                     config.workers,
                     target=config.target,
                     headers=config.headers,
+                    auth=config.auth,
                     era=config.era,
                     plan=config.plan,
                     scenario_spec=config.scenario.source,

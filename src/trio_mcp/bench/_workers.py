@@ -32,6 +32,7 @@ import attrs
 import msgspec
 import trio
 
+from ..cli._connect import AuthSettings
 from ._engine import End, SessionLost, Setup, run_load
 from ._scenario import scenario_from_spec
 from ._settings import LoadPlan, Stage
@@ -95,6 +96,7 @@ async def run_workers(
     target: list[str],
     headers: dict[str, str],
     era: str,
+    auth: AuthSettings | None = None,
     plan: LoadPlan,
     scenario_spec: dict[str, Any],
     handle: Callable[[Any], None],
@@ -172,6 +174,8 @@ async def run_workers(
                     "worker": index,
                     "target": target,
                     "headers": headers,
+                    # environment variable names, never a secret: the worker reads them
+                    "auth": auth.to_json() if auth else None,
                     "era": era,
                     "plan": plan_to_json(plan.share(index, workers)),
                     "scenario": scenario_spec,
@@ -243,12 +247,13 @@ async def _work() -> None:
         go.set()
 
     target, headers, era = config["target"], config["headers"], config["era"]
+    auth = AuthSettings.from_json(config["auth"]) if config.get("auth") else None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(commands)
         await run_load(
             plan,
             scenario,
-            lambda: open_session(target, headers=headers, era=era),
+            lambda: open_session(target, headers=headers, auth=auth, era=era),
             emit,
             worker=config["worker"],
             stop=stop,

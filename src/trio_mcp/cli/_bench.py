@@ -4,6 +4,8 @@ trio-mcp bench [TARGET] TOOL key=value… [-c 16 | --rate 500/s] [--stage 30s:10
                [-d 10s | -n CALLS] [--warmup 1s] [--sessions S] [--workers W]
                [--scenario FILE.toml|yaml] [--threshold 'p99<50ms']… [--json]
                [--html REPORT.html] [--plot FILE.png] [--header 'Name: value']…
+               [--auth env:VAR | --auth client-credentials --client-id ID
+                (--client-secret-env VAR | --client-key FILE.pem) [--scope S]]
 trio-mcp bench compare A.json B.json
 """
 
@@ -15,6 +17,9 @@ import math
 import sys
 from pathlib import Path
 from typing import Any, Literal
+
+from ._connect import AuthSettings, add_auth_options, auth_settings
+from ._targets import TargetError
 
 __all__ = ["add_bench_parser", "main_bench"]
 
@@ -61,6 +66,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     conn.add_argument(
         "--header", action="append", default=[], metavar="'Name: value'", help="HTTP header; repeatable"
     )
+    add_auth_options(conn)
     out = bench.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="the whole report as JSON on stdout")
     out.add_argument("--html", default=None, metavar="REPORT.html", help="write a self-contained HTML report")
@@ -156,7 +162,12 @@ def _plan(args: argparse.Namespace) -> Any:
 
 
 async def _prepare(
-    target: list[str], headers: dict[str, str], era: str, scenario: Any, shorthand: list[str]
+    target: list[str],
+    headers: dict[str, str],
+    auth: AuthSettings | None,
+    era: str,
+    scenario: Any,
+    shorthand: list[str],
 ) -> Any:
     """One session before the load: the shorthand ``TOOL key=value…`` typed by
     the tool's schema; every tool of the mix exists; a bad argument shows once
@@ -168,7 +179,7 @@ async def _prepare(
     from ._arguments import coerce_value
 
     with trio.fail_after(60):
-        async with open_session(target, headers=headers, era=era) as client:  # type: ignore[arg-type]
+        async with open_session(target, headers=headers, auth=auth, era=era) as client:  # type: ignore[arg-type]
             if scenario is None:
                 tools = {t.name: t for t in await client.list_all_tools()}
                 tool, pairs = shorthand[0], shorthand[1:]
@@ -220,6 +231,15 @@ def main_bench(args: argparse.Namespace, command: list[str]) -> int:
         raise _die("bench needs a TARGET: a URL, or '-- command args…'")
     headers = _headers(args.header)
     try:
+        auth = auth_settings(args)
+    except TargetError as exc:
+        raise _die(str(exc)) from None
+    if auth is not None and auth.kind == "oauth":
+        raise _die(
+            "bench does not run the browser login of --auth oauth: use --auth client-credentials, "
+            "or --auth env:VAR with an access token"
+        )
+    try:
         plan = _plan(args)
         for text in args.threshold:
             parse_threshold(text)
@@ -230,14 +250,15 @@ def main_bench(args: argparse.Namespace, command: list[str]) -> int:
             scenario = load_scenario(args.scenario)
         elif not rest:
             raise _die("bench needs a TOOL name (or --scenario FILE)")
-        scenario = trio.run(_prepare, target, headers, args.era, scenario, rest)
-    except (PlanError, ScenarioError, ThresholdError, ValueError) as exc:
+        scenario = trio.run(_prepare, target, headers, auth, args.era, scenario, rest)
+    except (PlanError, ScenarioError, ThresholdError, TargetError, ValueError) as exc:
         raise _die(str(exc)) from None
     config = BenchConfig(
         target=target,
         plan=plan,
         scenario=scenario,
         headers=headers,
+        auth=auth,
         era=args.era,
         workers=args.workers,
         thresholds=list(args.threshold),

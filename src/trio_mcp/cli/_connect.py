@@ -28,9 +28,10 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
+import attrs
 import trio
 
 from .._util import collapse_groups
@@ -39,13 +40,17 @@ from ._observe import NotificationObserver, ObservedStream
 from ._targets import TargetError, transport_factory
 
 __all__ = [
+    "AuthSettings",
     "EXIT_CONNECTION",
     "EXIT_OK",
     "EXIT_PROTOCOL",
     "EXIT_TIMEOUT",
     "EXIT_TOOL_ERROR",
     "EXIT_USAGE",
+    "add_auth_options",
     "add_connection_options",
+    "auth_settings",
+    "connect_transport",
     "open_client",
     "parse_headers",
     "split_target",
@@ -85,6 +90,17 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="give up after this long, connecting included (default: no limit)",
     )
+    add_auth_options(group)
+    group.add_argument(
+        "--era",
+        choices=("auto", "handshake", "modern"),
+        default="auto",
+        help="protocol era to speak (default: probe)",
+    )
+
+
+def add_auth_options(group: Any) -> None:
+    """``--auth`` and the OAuth client options (also used by ``bench``)."""
     group.add_argument(
         "--auth",
         default=None,
@@ -103,12 +119,6 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         "--client-key", default=None, metavar="FILE.pem", help="private key for private_key_jwt"
     )
     group.add_argument("--scope", default=None, help="OAuth scopes to request (space-separated)")
-    group.add_argument(
-        "--era",
-        choices=("auto", "handshake", "modern"),
-        default="auto",
-        help="protocol era to speak (default: probe)",
-    )
 
 
 def _positive_float(text: str) -> float:
@@ -147,38 +157,86 @@ def _is_url(target: Sequence[str]) -> bool:
     return len(target) == 1 and urlparse(target[0]).scheme in ("http", "https", "ws", "wss")
 
 
-def _bearer(spec: str) -> str:
-    var = spec.partition(":")[2]
-    if not var:
-        raise TargetError("--auth env:VAR names the environment variable holding the token")
+@attrs.frozen
+class AuthSettings:
+    """What ``--auth`` and its options say, secrets left out: a token or a
+    client secret is named by its environment variable and read when used,
+    so the settings can be handed to another process (bench workers)."""
+
+    #: "bearer" (a token from ``token_env``), "client-credentials" or "oauth".
+    kind: Literal["bearer", "client-credentials", "oauth"]
+    token_env: str | None = None
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    #: Path of a PEM private key (private_key_jwt).
+    client_key: str | None = None
+    #: Space-separated scopes to request.
+    scope: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> AuthSettings:
+        return cls(**raw)
+
+
+def auth_settings(args: argparse.Namespace) -> AuthSettings | None:
+    """The :class:`AuthSettings` of parsed ``--auth`` options (None: no ``--auth``);
+    raises :class:`TargetError` for a wrong spelling or a missing option."""
+    spec = args.auth
+    if spec is None:
+        return None
+    if spec.startswith("env:"):
+        var = spec.partition(":")[2]
+        if not var:
+            raise TargetError("--auth env:VAR names the environment variable holding the token")
+        return AuthSettings(kind="bearer", token_env=var)
+    if spec == "client-credentials":
+        if not args.client_id:
+            raise TargetError("--auth client-credentials needs --client-id")
+        return AuthSettings(
+            kind="client-credentials",
+            client_id=args.client_id,
+            client_secret_env=args.client_secret_env,
+            client_key=args.client_key,
+            scope=args.scope,
+        )
+    if spec == "oauth":
+        return AuthSettings(kind="oauth", scope=args.scope)
+    raise TargetError(f"--auth wants env:VAR, client-credentials or oauth, not {spec!r}")
+
+
+def _bearer(var: str) -> str:
     token = os.environ.get(var)
     if not token:
         raise TargetError(f"--auth env:{var}: the environment variable {var} is not set")
     return token
 
 
-async def _oauth_client(args: argparse.Namespace, url: str, stack: AsyncExitStack) -> Any:
-    """An ``httpx.AsyncClient`` authorizing with OAuth as ``--auth`` says."""
+async def _oauth_client(auth_settings: AuthSettings, url: str, stack: AsyncExitStack) -> Any:
+    """An ``httpx.AsyncClient`` authorizing with OAuth as ``auth_settings`` say."""
     import httpx
 
     from ..auth import ClientCredentials, ClientMetadata, OAuthClientAuth
     from ._oauth import FileTokenStorage, LoopbackBrowserHandler
 
-    scopes = args.scope.split() if args.scope else None
+    settings = auth_settings
+    scopes = settings.scope.split() if settings.scope else None
     storage = FileTokenStorage.default()
-    if args.auth == "client-credentials":
-        if not args.client_id:
-            raise TargetError("--auth client-credentials needs --client-id")
-        secret = os.environ.get(args.client_secret_env) if args.client_secret_env else None
-        if args.client_secret_env and not secret:
-            raise TargetError(f"the environment variable {args.client_secret_env} is not set")
+    if settings.kind == "client-credentials":
+        var = settings.client_secret_env
+        secret = os.environ.get(var) if var else None
+        if var and not secret:
+            raise TargetError(f"the environment variable {var} is not set")
         key = None
-        if args.client_key:
+        if settings.client_key:
             try:
-                key = await trio.Path(args.client_key).read_bytes()
+                key = await trio.Path(settings.client_key).read_bytes()
             except OSError as exc:
                 raise TargetError(f"--client-key: {exc}") from None
-        credentials = ClientCredentials(client_id=args.client_id, client_secret=secret, private_key=key)
+        assert settings.client_id is not None
+        credentials = ClientCredentials(client_id=settings.client_id, client_secret=secret, private_key=key)
         auth = OAuthClientAuth(url, client_credentials=credentials, storage=storage, scopes=scopes)
     else:
         handler = await stack.enter_async_context(LoopbackBrowserHandler.listening())
@@ -192,19 +250,30 @@ async def _oauth_client(args: argparse.Namespace, url: str, stack: AsyncExitStac
     return await stack.enter_async_context(httpx.AsyncClient(auth=auth, timeout=httpx.Timeout(30.0)))
 
 
-def _transport(args: argparse.Namespace, target: Sequence[str], http_client: Any) -> Callable[[], Any]:
-    headers = parse_headers(args.header)
+async def connect_transport(
+    target: Sequence[str],
+    *,
+    headers: dict[str, str] | None,
+    auth: AuthSettings | None,
+    stack: AsyncExitStack,
+) -> Callable[[], Any]:
+    """A factory of transports to ``target`` with ``headers`` and ``auth`` (an
+    OAuth HTTP client, when one is needed, lives as long as ``stack``); raises
+    :class:`TargetError` when they do not apply or a secret is missing."""
+    headers = dict(headers or {})
     if not _is_url(target):
-        if headers or args.auth:
+        if headers or auth:
             raise TargetError("--header and --auth apply to URL targets, not to a stdio command")
         return transport_factory(target)
-    if args.auth and args.auth.startswith("env:"):
-        headers["Authorization"] = f"Bearer {_bearer(args.auth)}"
-    if http_client is None:
+    if auth is not None and auth.kind == "bearer":
+        assert auth.token_env is not None
+        headers["Authorization"] = f"Bearer {_bearer(auth.token_env)}"
+    if auth is None or auth.kind == "bearer":
         return transport_factory(target, headers=headers or None)
     url = target[0]
     if urlparse(url).scheme not in ("http", "https") or url.rstrip("/").endswith("/sse"):
         raise TargetError("--auth client-credentials / oauth work with Streamable HTTP URLs")
+    http_client = await _oauth_client(auth, url, stack)
     from ..transports.http import StreamableHttpTransport
 
     return lambda: StreamableHttpTransport(url, headers=headers or None, http_client=http_client)
@@ -221,16 +290,11 @@ async def open_client(
     """An initialized :class:`ClientSession` with ``target``, as the connection
     options in ``args`` say. ``observer`` sees every notification in the
     server's order (see :class:`ObservedStream`)."""
-    if args.auth and not (args.auth.startswith("env:") or args.auth in ("client-credentials", "oauth")):
-        raise TargetError(f"--auth wants env:VAR, client-credentials or oauth, not {args.auth!r}")
+    auth = auth_settings(args)
+    headers = parse_headers(args.header)
     with collapse_groups():
         async with AsyncExitStack() as stack:
-            http_client = None
-            if args.auth in ("client-credentials", "oauth"):
-                if not _is_url(target):
-                    raise TargetError("--auth applies to URL targets, not to a stdio command")
-                http_client = await _oauth_client(args, target[0], stack)
-            factory = _transport(args, target, http_client)
+            factory = await connect_transport(target, headers=headers, auth=auth, stack=stack)
             nursery = await stack.enter_async_context(trio.open_nursery())
             stream = await nursery.start(factory().run)
             if observer is not None:

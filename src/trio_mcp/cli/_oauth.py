@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 import webbrowser
 from collections.abc import AsyncIterator
@@ -72,7 +73,8 @@ class FileTokenStorage:
 
     def _write(self, cache: _Cache) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
+        # its own temporary file: bench workers (processes) may write at once
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as file:
             file.write(msgspec.json.encode(cache))

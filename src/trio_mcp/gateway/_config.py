@@ -29,6 +29,10 @@ Rules:
   ``excludeTools``/``disabled_tools``/``disabledTools``, and the gateway's own
   ``includePrompts``/``excludePrompts``/``includeResources``/``excludeResources``
   (glob patterns; resources match their URI or URI template).
+* A URL entry's ``auth``: ``{"type": "bearer", "tokenEnv": VAR}`` or
+  ``{"type": "client_credentials", "clientId", "clientSecretEnv" | "clientKey",
+  "scope"}`` (the OAuth grant, Streamable HTTP); secrets come from the
+  environment, named, never from the file.
 * A remote transport comes from the type or, without one, from the URL
   (``ws(s)://`` → WebSocket, a path ending in ``/sse`` → SSE, else Streamable
   HTTP); Gemini's ``httpUrl`` is Streamable HTTP and its ``url`` SSE.
@@ -64,7 +68,8 @@ import attrs
 
 from ..actors._connection import TransportActor, TransportFactory
 from ..actors._host import SEPARATOR
-from ._dialects import WRAPPER_KEYS, RawEntry, Variables, entries_of, structure_entry
+from ..auth import ClientCredentials
+from ._dialects import WRAPPER_KEYS, AuthFields, RawEntry, Variables, entries_of, structure_entry
 from ._formats import Document, FormatError, parse_document, read_document
 
 __all__ = [
@@ -195,11 +200,22 @@ class RemoteEntry:
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_map, hash=False)
     filters: Filters = Filters()
     timeout: float | None = None
+    #: The OAuth client_credentials grant authorizes every request (Streamable HTTP).
+    credentials: ClientCredentials | None = attrs.field(default=None, hash=False)
+    #: Space-separated scopes to request with ``credentials``.
+    scope: str | None = None
 
     def transport_factory(self, **options: Any) -> TransportFactory:
         """A factory of fresh client transports; ``options`` go to the
-        transport's constructor (``connect_timeout``…)."""
+        transport's constructor (``connect_timeout``…). With ``credentials``
+        the transports share one :class:`~trio_mcp.auth.OAuthClientAuth`, so
+        a restart reuses its token."""
         url, headers = self.url, dict(self.headers)
+        if self.credentials is not None:
+            from ..auth import OAuthClientAuth
+
+            scopes = self.scope.split() if self.scope else None
+            options["auth"] = OAuthClientAuth(url, client_credentials=self.credentials, scopes=scopes)
         make: Callable[[], TransportActor]
         if self.transport == "ws":
             from ..transports.websocket import WebSocketTransport
@@ -400,9 +416,33 @@ def _parse(
                 headers=fields.headers,
                 filters=filters,
                 timeout=fields.timeout,
+                **_client_credentials(fields.auth, transport, raw.name, fail),
             )
         entries.append(entry)
     return GatewayConfig(entries, disabled, warnings, file)
+
+
+def _client_credentials(
+    auth: AuthFields | None, transport: RemoteTransport, name: str, fail: Callable[..., ConfigError]
+) -> dict[str, Any]:
+    """The ``credentials`` and ``scope`` of a RemoteEntry from ``auth`` of type
+    client_credentials (checked by the dialect; the key file is read here)."""
+    if auth is None or auth.type != "client_credentials":
+        return {}
+    if transport != "http":
+        raise fail("'client_credentials' works with Streamable HTTP servers", name, "auth.type")
+    assert auth.clientId is not None
+    key = None
+    if auth.clientKey is not None:
+        try:
+            key = Path(auth.clientKey).read_bytes()
+        except OSError as exc:
+            raise fail(f"cannot read the key: {exc.strerror}", name, "auth.clientKey") from None
+    try:
+        credentials = ClientCredentials(client_id=auth.clientId, client_secret=auth.secret, private_key=key)
+    except ValueError as exc:
+        raise fail(str(exc), name, "auth") from None
+    return {"credentials": credentials, "scope": auth.scope}
 
 
 def _declared_inputs(value: Any) -> frozenset[str]:

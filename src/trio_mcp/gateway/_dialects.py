@@ -24,6 +24,8 @@ __all__ = [
     "SPELLINGS",
     "TRANSPORT_NAMES",
     "WRAPPER_KEYS",
+    "AUTH_TYPES",
+    "AuthFields",
     "EntryFields",
     "Note",
     "RawEntry",
@@ -69,6 +71,7 @@ SPELLINGS: Final[Mapping[str, str]] = {
     "includeResources": "resources.include",
     "excludeResources": "resources.exclude",
     "bearer_token_env_var": "bearer_token_env_var",  # Codex
+    "auth": "auth",  # ours: {"type": "bearer" | "client_credentials", ...}
     "env_vars": "env_vars",  # Codex
 }
 #: Keys hosts write that mean nothing to a gateway: read silently.
@@ -164,6 +167,37 @@ class FilterFields:
 
 
 @attrs.define(kw_only=True)
+class AuthFields:
+    """A remote entry's ``auth`` object, spelled as in the file::
+
+        {"type": "bearer", "tokenEnv": "VAR"}
+        {"type": "client_credentials", "clientId": "ID", "clientSecretEnv": "VAR",
+         "clientKey": "key.pem", "scope": "read write"}
+
+    Secrets are named by environment variable, never written in the file."""
+
+    type: str
+    # camelCase as in the file, so that cattrs errors name the key the file spells
+    tokenEnv: str | None = None
+    clientId: str | None = None
+    clientSecretEnv: str | None = None
+    clientKey: str | None = None
+    scope: str | None = None
+    #: Read from ``clientSecretEnv`` when the entry is read (never shown).
+    secret: str | None = attrs.field(default=None, repr=False, init=False)
+
+
+#: The ``auth`` types and the keys each needs and allows.
+AUTH_TYPES: Final[Mapping[str, tuple[frozenset[str], frozenset[str]]]] = {
+    "bearer": (frozenset({"tokenEnv"}), frozenset({"tokenEnv"})),
+    "client_credentials": (
+        frozenset({"clientId"}),
+        frozenset({"clientId", "clientSecretEnv", "clientKey", "scope"}),
+    ),
+}
+
+
+@attrs.define(kw_only=True)
 class EntryFields:
     """A server entry in our spelling, typed (the cattrs target)."""
 
@@ -183,6 +217,7 @@ class EntryFields:
     resources: FilterFields = attrs.Factory(FilterFields)
     bearer_token_env_var: str | None = None
     env_vars: list[str] = attrs.Factory(list)
+    auth: AuthFields | None = None
 
 
 def _json_kind(value: Any) -> str:
@@ -389,6 +424,40 @@ def structure_entry(
     return fields, notes
 
 
+def _check_auth(
+    fields: EntryFields, origin: Mapping[str, str], variables: Variables, error: Callable[..., NoReturn]
+) -> None:
+    """The ``auth`` object: a known type with its keys, on a URL entry, its
+    environment variables set; a bearer token becomes the Authorization header."""
+    auth = fields.auth
+    assert auth is not None
+    at = origin.get("auth", "auth")
+    if fields.url is None:
+        error("applies to URL servers, not to a command", at)
+    if auth.type not in AUTH_TYPES:
+        error(f"must be one of {', '.join(map(repr, AUTH_TYPES))}, not {auth.type!r}", f"{at}.type")
+    needed, allowed = AUTH_TYPES[auth.type]
+    given = {k for k in ("tokenEnv", "clientId", "clientSecretEnv", "clientKey", "scope") if getattr(auth, k)}
+    for key in sorted(needed - given):
+        error(f"missing: {auth.type!r} needs it", f"{at}.{key}")
+    for key in sorted(given - allowed):
+        error(f"does not apply to {auth.type!r}", f"{at}.{key}")
+    if auth.type == "client_credentials" and not (auth.clientSecretEnv or auth.clientKey):
+        error("'client_credentials' needs 'clientSecretEnv' or 'clientKey'", at)
+    for key in ("tokenEnv", "clientSecretEnv"):
+        var = getattr(auth, key)
+        if var is not None and not variables.environ.get(var):
+            error(f"{var} is not set in the environment", f"{at}.{key}")
+    if auth.tokenEnv is not None:
+        if "Authorization" in fields.headers or fields.bearer_token_env_var is not None:
+            error("the Authorization header is given twice: give 'auth' or the header", at)
+        fields.headers["Authorization"] = f"Bearer {variables.environ[auth.tokenEnv]}"
+    if auth.clientSecretEnv is not None:
+        auth.secret = variables.environ[auth.clientSecretEnv]
+    if auth.clientKey is not None:
+        auth.clientKey = str(variables.base / auth.clientKey)
+
+
 def _reshape_command(payload: dict[str, Any], origin: dict[str, str], error: Callable[..., NoReturn]) -> None:
     """opencode's ``command: [cmd, *args]`` and Zed's ``command: {path, args, env}``."""
     command = payload.get("command")
@@ -433,6 +502,8 @@ def _substitute(
         if var not in variables.environ:
             error(f"{var} is not set in the environment", "bearer_token_env_var")
         fields.headers.setdefault("Authorization", f"Bearer {variables.environ[var]}")
+    if fields.auth is not None:
+        _check_auth(fields, origin, variables, error)
     if fields.env_file is not None:
         file_env = _read_env_file(variables.base / fields.env_file, error, spelled("env_file", "env_file"))
         fields.env = {**file_env, **fields.env}

@@ -637,7 +637,9 @@ class StreamableHttpTransport:
     ``stream = await nursery.start(transport.run)``; ``run`` returns once the
     stream is closed (closing it DELETEs the session). ``headers`` are sent
     with every request (authorization, for instance). Pass ``http_client``
-    to share an ``httpx.AsyncClient`` (it is not closed then).
+    to share an ``httpx.AsyncClient`` (it is not closed then), or ``auth``
+    (an ``httpx.Auth`` such as :class:`~trio_mcp.auth.OAuthClientAuth`) for
+    the client each run opens.
     """
 
     def __init__(
@@ -646,10 +648,14 @@ class StreamableHttpTransport:
         *,
         headers: dict[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
         settings: HttpClientSettings | None = None,
         **options: Any,
     ) -> None:
+        if http_client is not None and auth is not None:
+            raise ValueError("give auth to the shared http_client, not to the transport")
         self.url = url
+        self._auth = auth
         self.headers = {k.lower(): v for k, v in (headers or {}).items()}
         self.settings = (
             attrs.evolve(settings, **options) if settings is not None else HttpClientSettings(**options)
@@ -661,6 +667,7 @@ class StreamableHttpTransport:
         own = self._http_client is None
         pool = self.settings.max_request_posts + self.settings.spare_connections
         client = self._http_client or httpx.AsyncClient(
+            auth=self._auth,
             timeout=httpx.Timeout(self.settings.post_timeout, connect=self.settings.connect_timeout),
             limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
         )
