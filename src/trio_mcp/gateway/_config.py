@@ -69,7 +69,15 @@ import attrs
 from ..actors._connection import TransportActor, TransportFactory
 from ..actors._host import SEPARATOR
 from ..auth import ClientCredentials
-from ._dialects import WRAPPER_KEYS, AuthFields, RawEntry, Variables, entries_of, structure_entry
+from ._dialects import (
+    WRAPPER_KEYS,
+    AuthFields,
+    RawEntry,
+    Variables,
+    entries_of,
+    json_kind,
+    structure_entry,
+)
 from ._formats import Document, FormatError, parse_document, read_document
 
 __all__ = [
@@ -346,7 +354,7 @@ def _parse(
 
     data = document.data
     if not isinstance(data, dict):
-        raise fail(f"the configuration must be an object, not {_kind(data)}")
+        raise fail(f"the configuration must be an object, not {json_kind(data)}")
     key = next((k for k in WRAPPER_KEYS if k in data), None)
     if key is None:
         raise fail(
@@ -461,20 +469,3 @@ def _check_name(name: str, wrapper: str, fail: Callable[..., ConfigError]) -> No
         )
     if not _NAME.fullmatch(name):
         raise fail("the name may hold only letters, digits, '_', '.' and '-' (it prefixes tool names)", name)
-
-
-def _kind(value: Any) -> str:
-    """The JSON name of a value's type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return f"a number ({value!r})"
-    if isinstance(value, str):
-        return f"a string ({value!r})"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__

@@ -31,6 +31,7 @@ __all__ = [
     "RawEntry",
     "Variables",
     "entries_of",
+    "json_kind",
     "structure_entry",
 ]
 
@@ -146,7 +147,7 @@ def entries_of(servers: Any, key: str, fail: Fail) -> list[RawEntry]:
             out.append(RawEntry(_slug(raw["name"]), raw))
         return out
     raise fail(
-        f"must be an object of servers by name (or a list of servers with a 'name'), not {_json_kind(servers)}",
+        f"must be an object of servers by name (or a list of servers with a 'name'), not {json_kind(servers)}",
         None,
         key,
     )
@@ -220,7 +221,8 @@ class EntryFields:
     auth: AuthFields | None = None
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """The JSON name of a value's type, for messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -239,9 +241,9 @@ def _json_kind(value: Any) -> str:
 def _strict(kind: type, wanted: str) -> Callable[[Any, Any], Any]:
     def hook(value: Any, _: Any) -> Any:
         if type(value) is bool and kind is not bool:
-            raise TypeError(f"must be {wanted}, not {_json_kind(value)}")
+            raise TypeError(f"must be {wanted}, not {json_kind(value)}")
         if not isinstance(value, kind):
-            raise TypeError(f"must be {wanted}, not {_json_kind(value)}")
+            raise TypeError(f"must be {wanted}, not {json_kind(value)}")
         number: Any = value
         return float(number) if wanted == "a number" else value
 
@@ -261,7 +263,7 @@ def _converter() -> cattrs.Converter:
 
         def hook(value: Any, cl: Any) -> Any:
             if type(value) is not list:
-                raise TypeError(f"must be {wanted}, not {_json_kind(value)}")
+                raise TypeError(f"must be {wanted}, not {json_kind(value)}")
             return base(value, cl)
 
         return hook
@@ -271,7 +273,7 @@ def _converter() -> cattrs.Converter:
 
         def hook(value: Any, cl: Any) -> Any:
             if type(value) is not dict:
-                raise TypeError(f"must be an object of strings, not {_json_kind(value)}")
+                raise TypeError(f"must be an object of strings, not {json_kind(value)}")
             return base(value, cl)
 
         return hook
@@ -376,7 +378,7 @@ def structure_entry(
         raise fail(message, name, field)
 
     if not isinstance(data, dict):
-        error(f"must be an object, not {_json_kind(data)}")
+        error(f"must be an object, not {json_kind(data)}")
     data = dict(data)
     nested = data.pop("config", None)  # Goose's nested form
     if isinstance(nested, dict):
