@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.lowlevel
 
 from trio_mcp.bench import BenchConfig, LoadPlan, Stage, format_summary, run_bench, single_tool
 from trio_mcp.bench._scenario import scenario_from_spec
@@ -258,3 +259,20 @@ async def test_stopping_early_still_reports_what_was_measured(autojump_clock: tr
     assert 3.0 <= report["seconds"] < 3.1
     assert 590 <= report["calls"] <= 602  # 2 callers × 100/s × 3 s
     assert any(e["kind"] == "interrupted" for e in report["events"])
+
+
+async def test_task_required_tools_are_benched_as_tasks_to_their_results() -> None:
+    app = MCPServer("tasks", tasks=True)
+
+    @app.tool(task_support="required")
+    async def research(topic: str) -> str:
+        await trio.lowlevel.checkpoint()
+        return f"report on {topic}"
+
+    report = await bench(
+        app,
+        LoadPlan(level=2, duration=float("inf"), calls=10, warmup=0),
+        single_tool("research", {"topic": "trio"}),
+    )
+    # Called plainly, a task-required tool is refused (-32601): every call ran as a task instead.
+    assert (report["calls"], report["ok"], report["is_error"], report["failed"]) == (10, 10, 0, {})

@@ -103,9 +103,12 @@ def _uri(template: str, args: dict[str, Any]) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: str(args.get(m[1], m[0])), template)
 
 
-async def _invoke(client: Any, op: Operation, args: dict[str, Any]) -> str:
+async def _invoke(client: Any, op: Operation, args: dict[str, Any], task_tools: frozenset[str]) -> str:
     if op.kind == "tool":
-        result = await client.call_tool(op.target, args)
+        if op.target in task_tools:  # runs only as a task: call, follow it, fetch its result
+            result = await client.tasks.run_tool(op.target, args)
+        else:
+            result = await client.call_tool(op.target, args)
         return "is_error" if result.is_error is True else "ok"
     if op.kind == "resource":
         await client.read_resource(_uri(op.target, args))
@@ -118,6 +121,15 @@ async def _invoke(client: Any, op: Operation, args: dict[str, Any]) -> str:
     return "ok"
 
 
+async def _task_required_tools(client: Any) -> frozenset[str]:
+    """The tools ``client``'s server runs only as tasks (none when it lists no tools)."""
+    if not client.supports("tools/list"):
+        return frozenset()
+    with trio.fail_after(SETUP_TIMEOUT):
+        tools = await client.list_all_tools()
+    return frozenset(t.name for t in tools if client.tasks.required_by(t))
+
+
 class _Run:
     def __init__(self, plan: LoadPlan, scenario: Scenario, emit: Emit, worker: int) -> None:
         self.plan = plan
@@ -128,6 +140,8 @@ class _Run:
         self.slots: list[_Slot] = []
         self.rr = 0
         self.issued = 0
+        #: Tools the server runs only as tasks (learnt once, before the load).
+        self.task_tools: frozenset[str] = frozenset()
         self.in_flight = 0
         self.late = 0
         self.warm_calls = 0
@@ -192,7 +206,7 @@ class _Run:
         try:
             try:
                 with trio.fail_after(self.plan.call_timeout):
-                    kind = await _invoke(slot.client, op, args)
+                    kind = await _invoke(slot.client, op, args, self.task_tools)
             except ConnectionClosed as exc:
                 self.lose(slot, exc.message)
                 kind = "closed"
@@ -365,6 +379,8 @@ async def run_load(
             setup.era = getattr(first, "era", None)
             info = getattr(first, "server_info", None)
             setup.server = getattr(info, "name", None)
+        if first is not None and any(op.kind == "tool" for op in scenario.operations):
+            run.task_tools = await _task_required_tools(first)
         emit(setup)
         if first is None:
             emit(End(worker=worker, seconds=0.0, stopped="no session could be opened"))
