@@ -14,7 +14,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, Final, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 import attrs
 import msgspec
@@ -75,6 +75,9 @@ from ..protocol._types import LoggingLevel
 from ..transports import MessageStream
 from ..transports._base import REQUEST_HEADERS
 from ._actor import ExitReason
+
+if TYPE_CHECKING:
+    from ..auth.resource import AccessToken
 from ._middleware import ServerMiddleware, run_chain
 from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError
 from ._peer import InboundRequest, Peer, PeerLimits
@@ -657,6 +660,17 @@ class Context:
             return inline[1]
         of = getattr(peer.stream, "request_headers", None)
         return None if of is None else of(self.request.id)
+
+    @property
+    def auth(self) -> AccessToken | None:
+        """The verified access token this request came with (subject, scopes,
+        client id, claims), when the server checks tokens
+        (:class:`~trio_mcp.auth.resource.ResourceServer`); else None. In a
+        session's task, after its request was answered: the session's latest token."""
+        found: AccessToken | None = getattr(self.request_headers, "auth", None)
+        if found is None:
+            found = getattr(self.session.peer.stream, "auth", None)
+        return found
 
     @property
     def progress_token(self) -> int | str | None:

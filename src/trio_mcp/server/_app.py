@@ -67,6 +67,7 @@ from ._content import to_prompt_messages, to_resource_contents, to_tool_result
 from ._functions import FunctionSpec, ToolArgumentError, inspect_function, is_async, run_sync_in_thread
 from ._lowlevel import LowLevelServer, paginate
 from ._schema import OutputSchema, description_of, output_schema_for
+from ._scopes import all_entry_scopes, entry_scopes
 from ._traversal import traversal_problem
 from ._uri_template import UriTemplate
 
@@ -95,6 +96,7 @@ class _ToolEntry:
     #: it itself (``ctx.start_task``), after gathering input synchronously.
     task_start: Literal["call", "tool"] = "call"
     inline: bool = False
+    scopes: frozenset[str] = frozenset()
 
 
 @attrs.define
@@ -103,6 +105,7 @@ class _ResourceEntry:
     spec: FunctionSpec
     mime_type: str | None
     inline: bool = False
+    scopes: frozenset[str] = frozenset()
 
 
 @attrs.define
@@ -114,6 +117,7 @@ class _TemplateEntry:
     completions: dict[str, CompletionFn]
     inline: bool = False
     allow_path_traversal: bool = False
+    scopes: frozenset[str] = frozenset()
 
 
 @attrs.define
@@ -123,6 +127,7 @@ class _PromptEntry:
     required: tuple[str, ...]
     completions: dict[str, CompletionFn]
     inline: bool = False
+    scopes: frozenset[str] = frozenset()
 
 
 def _opt(value: Any) -> Any:
@@ -178,6 +183,7 @@ class MCPServer(LowLevelServer):
         task_support: TaskSupport | None = ...,
         task_start: Literal["call", "tool"] = ...,
         inline: bool = ...,
+        scopes: Sequence[str] = ...,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -195,7 +201,9 @@ class MCPServer(LowLevelServer):
         the task itself with ``return await ctx.start_task(work)``.
 
         ``inline=True`` runs a sync function in the event loop's task instead of
-        a worker thread."""
+        a worker thread. ``scopes``: the OAuth scopes a call needs (served
+        over HTTP with a ``ResourceServer``: ``403 insufficient_scope`` before
+        the tool runs when the token lacks one; see :meth:`scopes_for`)."""
         if fn is None:
             return _registrar(self._add_tool, options)
         self._add_tool(fn, **options)
@@ -219,6 +227,7 @@ class MCPServer(LowLevelServer):
         task_support: TaskSupport | None = None,
         task_start: Literal["call", "tool"] = "call",
         inline: bool = False,
+        scopes: Sequence[str] = (),
     ) -> Tool:
         if task_support not in (None, "optional", "required"):
             raise ValueError(f"task_support must be 'optional' or 'required', not {task_support!r}")
@@ -244,7 +253,9 @@ class MCPServer(LowLevelServer):
             execution=UNSET if task_support is None else ToolExecution(task_support=task_support),
             meta=_opt(meta),
         )
-        self._tools[tool_name] = _ToolEntry(tool, spec, output, task_support, task_start, inline)
+        self._tools[tool_name] = _ToolEntry(
+            tool, spec, output, task_support, task_start, inline, _scopes(scopes)
+        )
         self._tool_list = None
         if "tools/list" not in self.request_handlers:
             self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
@@ -324,6 +335,7 @@ class MCPServer(LowLevelServer):
         meta: dict[str, Any] | None = None,
         inline: bool = False,
         allow_path_traversal: bool = False,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a resource (fixed URI) or a resource template (``{param}`` in the URI).
 
@@ -332,7 +344,8 @@ class MCPServer(LowLevelServer):
         absolute path or a NUL (:func:`traversal_problem`);
         ``allow_path_traversal=True`` lets such values through to a function
         that checks them itself. ``inline=True`` runs a sync function in the
-        event loop's task instead of a worker thread."""
+        event loop's task instead of a worker thread. ``scopes``: the OAuth
+        scopes reading (or subscribing to) it needs, as for tools."""
 
         def register(fn: F) -> F:
             spec = inspect_function(fn, context_type=Context, strict=False)
@@ -355,7 +368,14 @@ class MCPServer(LowLevelServer):
                     meta=_opt(meta),
                 )
                 self._templates[uri] = _TemplateEntry(
-                    template, matcher, spec, mime_type, dict(complete or {}), inline, allow_path_traversal
+                    template,
+                    matcher,
+                    spec,
+                    mime_type,
+                    dict(complete or {}),
+                    inline,
+                    allow_path_traversal,
+                    _scopes(scopes),
                 )
             else:
                 resource = Resource(
@@ -367,7 +387,7 @@ class MCPServer(LowLevelServer):
                     icons=UNSET if not icons else list(icons),
                     meta=_opt(meta),
                 )
-                self._resources[uri] = _ResourceEntry(resource, spec, mime_type, inline)
+                self._resources[uri] = _ResourceEntry(resource, spec, mime_type, inline, _scopes(scopes))
             if "resources/read" not in self.request_handlers:
                 self.set_request_handler("resources/list", PaginatedRequestParams, self._list_resources)
                 self.set_request_handler(
@@ -445,11 +465,13 @@ class MCPServer(LowLevelServer):
         icons: Sequence[Icon] | None = ...,
         complete: dict[str, CompletionFn] | None = ...,
         inline: bool = ...,
+        scopes: Sequence[str] = ...,
     ) -> Callable[[F], F]: ...
 
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a function returning prompt messages (``@app.prompt``);
-        ``inline=True`` runs a sync function in the event loop's task."""
+        ``inline=True`` runs a sync function in the event loop's task;
+        ``scopes``: the OAuth scopes getting it needs, as for tools."""
         if fn is None:
             return _registrar(self._add_prompt, options)
         self._add_prompt(fn, **options)
@@ -465,6 +487,7 @@ class MCPServer(LowLevelServer):
         icons: Sequence[Icon] | None = None,
         complete: dict[str, CompletionFn] | None = None,
         inline: bool = False,
+        scopes: Sequence[str] = (),
     ) -> Prompt:
         spec = inspect_function(fn, context_type=Context, strict=False)
         props = spec.input_schema.get("properties", {})
@@ -483,7 +506,9 @@ class MCPServer(LowLevelServer):
             arguments=arguments or UNSET,
             icons=UNSET if not icons else list(icons),
         )
-        self._prompts[prompt_name] = _PromptEntry(prompt, spec, required, dict(complete or {}), inline)
+        self._prompts[prompt_name] = _PromptEntry(
+            prompt, spec, required, dict(complete or {}), inline, _scopes(scopes)
+        )
         if "prompts/list" not in self.request_handlers:
             self.set_request_handler("prompts/list", PaginatedRequestParams, self._list_prompts)
             self.set_request_handler("prompts/get", GetPromptRequestParams, self._get_prompt)
@@ -569,6 +594,14 @@ class MCPServer(LowLevelServer):
             )
         )
 
+    # -------------------------------------------------------- authorization
+
+    def scopes_for(self, method: str, target: str | None) -> frozenset[str]:
+        return super().scopes_for(method, target) | entry_scopes(self, method, target)
+
+    def declared_scopes(self) -> frozenset[str]:
+        return super().declared_scopes() | all_entry_scopes(self)
+
     # ------------------------------------------------------------- threads
 
     async def _invoke(self, spec: FunctionSpec, arguments: Any, ctx: Context, inline: bool) -> Any:
@@ -580,6 +613,12 @@ class MCPServer(LowLevelServer):
     def resource_updated(self, uri: str) -> None:
         """Notify subscribers that ``uri`` changed (callable from sync code)."""
         self.notify_resource_updated(uri)
+
+
+def _scopes(scopes: Sequence[str]) -> frozenset[str]:
+    if isinstance(scopes, str):
+        raise TypeError("scopes is a list of scope names, not one string")
+    return frozenset(scopes)
 
 
 def _registrar(add: Callable[..., Any], options: dict[str, Any]) -> Callable[[F], F]:

@@ -45,6 +45,8 @@ __all__ = ["DEFAULT_PAGE_SIZE", "Lifespan", "LowLevelServer", "paginate"]
 T = TypeVar("T")
 Lifespan = Callable[["LowLevelServer"], AbstractAsyncContextManager[Any]]
 
+_NO_SCOPES: frozenset[str] = frozenset()
+
 #: Items per page of the ``*/list`` methods.
 DEFAULT_PAGE_SIZE = 100
 
@@ -98,6 +100,8 @@ class LowLevelServer:
         self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
         #: The task runtime (``tasks=True`` for the default one), or None.
         self.tasks: TaskRuntime | None = None
+        #: OAuth scopes a request of the method needs (see :meth:`scopes_for`).
+        self.method_scopes: dict[str, frozenset[str]] = {}
         if tasks:
             self.enable_tasks(tasks if isinstance(tasks, TaskRuntime) else TaskRuntime())
 
@@ -172,6 +176,21 @@ class LowLevelServer:
 
     def gated_methods(self) -> dict[str, str]:
         return {m: c for m, c in METHOD_CAPABILITY.items() if m in self.request_handlers}
+
+    # ------------------------------------------------------- authorization
+
+    def scopes_for(self, method: str, target: str | None) -> frozenset[str]:
+        """The OAuth scopes a request needs besides those every request needs
+        (``target``: the tool or prompt named, or the resource URI). The
+        Streamable HTTP server with a :class:`~trio_mcp.auth.resource.ResourceServer`
+        answers ``403 insufficient_scope`` before the handler runs when the
+        token lacks one. Here: :attr:`method_scopes`; :class:`MCPServer` adds
+        the ``scopes=`` of its decorators."""
+        return self.method_scopes.get(method, _NO_SCOPES)
+
+    def declared_scopes(self) -> frozenset[str]:
+        """Every scope some request may need (published in the metadata)."""
+        return frozenset().union(*self.method_scopes.values())
 
     # ------------------------------------------------------------ sessions
 

@@ -105,9 +105,11 @@ import attrs
 import trio
 
 from ...actors._server import ServerSession
+from ...auth.resource import ResourceServer
 from ...protocol import HANDSHAKE_VERSIONS
 from ...transports._asgi import AsgiApp, HttpError, Receive, Scope, Send, error_body, header_map, respond
 from ...transports.http._security import HostPolicy
+from ._auth import HttpAuth
 from ._config import (
     DEFAULT_STORE,
     SESSION_HEADER,
@@ -149,6 +151,10 @@ class StreamableHttpApp(AsgiApp):
     (``"/path"`` exactly, or every path under ``"/prefix/"``), also added
     with :meth:`mount`. Every route passes the same ``Host`` and ``Origin``
     checks as the MCP endpoint.
+
+    ``auth``: a :class:`~trio_mcp.auth.resource.ResourceServer` makes the
+    endpoint an OAuth 2.1 resource server (see :mod:`._auth`); its
+    ``resource`` URI must be set (:class:`HttpServer` fills in its own URL).
     """
 
     def __init__(
@@ -160,6 +166,7 @@ class StreamableHttpApp(AsgiApp):
         registry: SessionRegistry | None = None,
         routes: Mapping[str, AsgiCallable] | None = None,
         readiness: Readiness | None = None,
+        auth: ResourceServer | None = None,
         **options: Any,
     ) -> None:
         if settings is None:
@@ -208,6 +215,11 @@ class StreamableHttpApp(AsgiApp):
         self._prefixes: list[tuple[str, AsgiCallable]] = []
         for path, route in (routes or {}).items():
             self.mount(path, route)
+        #: OAuth 2.1 resource server checks (see :mod:`._auth`), or None.
+        self.auth = None if auth is None else HttpAuth(auth, self)
+        if self.auth is not None:
+            for path in self.auth.metadata_paths():
+                self.mount(path, self.auth.serve_metadata)
 
     def mount(self, path: str, app: AsgiCallable) -> None:
         """Serve the ASGI app ``app`` at ``path`` (exactly), or at every path
@@ -457,6 +469,8 @@ class StreamableHttpApp(AsgiApp):
             if origin is not None:
                 send = with_cors(send, origin)
             method = scope.get("method", "GET")
+            if self.auth is not None and method != "OPTIONS":
+                headers = await self.auth.authenticate(headers)
             if method == "POST":
                 await handle_post(self, scope, receive, send, headers)
             elif method == "GET":
@@ -488,6 +502,8 @@ class StreamableHttpApp(AsgiApp):
         session = await self.registry.get(session_id)
         if session is None:
             raise HttpError(404, "Session not found")
+        if self.auth is not None:
+            self.auth.claim(session, headers)
         version = headers.get(VERSION_HEADER)
         if version is not None and version.strip() not in HANDSHAKE_VERSIONS:
             raise HttpError(

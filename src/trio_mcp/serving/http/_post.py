@@ -65,6 +65,9 @@ async def handle_post(
             await respond(send, 400, encode(refusal))
             return
     requests = [m for m in items if type(m) is Request]
+    auth = app.auth
+    if auth is not None and app._shared is not None:
+        auth.check_scopes(app._shared, headers, requests)
     if app.settings.stateless and not app.stateless.is_stateless(headers, requests):
         # A stateless server: handshake-era requests are answered without sessions.
         await app.stateless.serve_handshake(frame, requests, headers, json_ok, sse_ok, receive, send)
@@ -78,6 +81,8 @@ async def handle_post(
             raise HttpError(400, "Invalid Request: initialize must not be part of a batch", code=-32600)
         await app.make_room()
         session = await app.start_session(secrets.token_urlsafe(24))
+        if auth is not None:
+            auth.claim(session, headers)
     elif SESSION_HEADER not in headers and app.stateless.is_stateless(headers, requests):
         if not requests:
             await respond(send, 202, b"")
@@ -114,6 +119,8 @@ async def handle_post(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
     try:
+        if auth is not None and app._shared is None:
+            auth.check_scopes(session.server_session.app, headers, requests)
         await _post_session(
             app, session, frame, requests, batch, is_init, json_ok, sse_ok, headers, receive, send
         )

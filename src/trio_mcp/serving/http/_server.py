@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 import trio
 
+from ...auth.resource import ResourceServer
 from ...transports._base import ServerInfo, host_in_url
 from ...transports.http._security import LOCAL_HOSTS, WILDCARD_BINDS, wildcard_hosts
 from ._app import AsgiCallable, StreamableHttpApp
@@ -28,8 +29,10 @@ class HttpServer:
     cancelling ``run``) ends every session and stream, then the listener.
 
     Options are :class:`HttpServerSettings` fields (or ``settings=``);
-    ``routes``, ``readiness``, ``registry`` and ``event_store`` are those of
-    :class:`StreamableHttpApp`. Without ``allowed_hosts``, the server answers
+    ``routes``, ``readiness``, ``registry``, ``event_store`` and ``auth`` (a
+    :class:`~trio_mcp.auth.resource.ResourceServer`: the server is an OAuth
+    2.1 resource server; without its ``resource``, the URL served is the
+    resource URI) are those of :class:`StreamableHttpApp`. Without ``allowed_hosts``, the server answers
     the loopback names; binding a specific address adds that address; a
     wildcard bind (``0.0.0.0``, ``::``) adds any IP address and this
     machine's host names (:func:`wildcard_hosts`): pass ``allowed_hosts``
@@ -49,9 +52,15 @@ class HttpServer:
         registry: SessionRegistry | None = None,
         routes: Mapping[str, AsgiCallable] | None = None,
         readiness: Readiness | None = None,
+        auth: ResourceServer | None = None,
         graceful_timeout: float = 2.0,
         **options: Any,
     ) -> None:
+        if auth is not None and auth.resource is None and host in WILDCARD_BINDS:
+            raise ValueError(
+                "bound to every interface, the server cannot tell its public URL: "
+                "give the ResourceServer its resource URI"
+            )
         if settings is None:
             if "allowed_hosts" not in options:
                 if host in WILDCARD_BINDS:
@@ -71,6 +80,7 @@ class HttpServer:
             registry=registry,
             routes=routes,
             readiness=readiness,
+            auth=auth,
         )
         self.host = host
         self.port = port
@@ -108,6 +118,8 @@ class HttpServer:
             binds = await nursery.start(_serve, serve, self.asgi, config, self._listener_stop.wait)
             port = _port_of(binds[0]) if binds else self.port
             self.info = ServerInfo.at("http", host, port, self.asgi.settings.path)
+            if self.asgi.auth is not None:
+                self.asgi.auth.bind(self.info.url)
             task_status.started(self.info)
             await self._stop.wait()
             # End every session and SSE response first, then stop hypercorn,

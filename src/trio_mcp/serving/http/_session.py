@@ -61,6 +61,9 @@ class HttpSessionStream:
         #: The client sent something after its ``initialize`` (the handshake
         #: is complete; see :class:`~trio_mcp.serving.http.ExpiryPolicy`).
         self.established = False
+        #: The token of the principal the session belongs to (its latest one;
+        #: see :mod:`._auth`), None without authorization.
+        self.auth: Any = None
 
     def __repr__(self) -> str:
         return f"<HttpSessionStream {self.id or 'stateless'}>"
