@@ -20,6 +20,8 @@ from typing import Any
 
 import attrs
 
+from ._auth_options import AuthOptions, auth_options
+
 __all__ = ["ServeOptions", "gateway_readiness", "serve", "serving_options"]
 
 TRANSPORTS = ("stdio", "http", "sse", "ws")
@@ -56,6 +58,7 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="http: serve handshake-era requests without sessions (GET and DELETE refused)",
     )
+    auth_options(parser)
 
 
 @attrs.frozen(kw_only=True)
@@ -70,6 +73,8 @@ class ServeOptions:
     allowed_origins: tuple[str, ...] = ()
     json_response: bool = False
     stateless: bool = False
+    # -- authorization (http): the server as an OAuth 2.1 resource server
+    auth: AuthOptions | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -82,6 +87,7 @@ class ServeOptions:
             allowed_origins=tuple(args.allowed_origin),
             json_response=args.json_response,
             stateless=args.stateless,
+            auth=AuthOptions.from_args(args),
         )
 
     def host_names(self) -> tuple[str, ...]:
@@ -129,6 +135,9 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
         raise TargetError(f"unknown transport {transport!r}: {', '.join(TRANSPORTS)}")
     host, port, path = options.host, options.port, options.path
     security = options.security()
+    if options.auth is not None and transport != "http":
+        raise TargetError("the --auth-… options need -t http")
+    auth = None if options.auth is None else options.auth.resource_server()
     with collapse_groups():
         async with app.running(), trio.open_nursery() as nursery:
             if transport == "http":
@@ -142,6 +151,7 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
                     readiness=readiness,
                     json_response=True if options.json_response else None,
                     stateless=options.stateless,
+                    auth=auth,
                     **security,
                 )
             elif transport == "sse":
@@ -162,6 +172,9 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
                     file=out,
                     flush=True,
                 )
+                if options.auth is not None and server.asgi.auth is not None:
+                    line = f"{options.auth.describe()}; metadata: {server.asgi.auth.config.metadata_url()}"
+                    print(line, file=out, flush=True)
 
 
 def _security_line(options: ServeOptions) -> str:
