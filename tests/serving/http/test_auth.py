@@ -466,3 +466,20 @@ async def test_introspection_checks_tokens_and_caches_the_answers() -> None:
             assert refused.status_code == 401 and challenge_of(refused).error == "invalid_token"
             assert authz.introspections == [token, unknown]
     assert app.calls == ["whoami"] * 3  # type: ignore[attr-defined]
+
+
+def test_the_readme_example_builds_what_it_says() -> None:
+    """The README's "Authorization" example, without its last line (which serves forever)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("\n## Authorization\n", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert code.rstrip().endswith("trio.run(main)")
+    namespace: dict[str, Any] = {}
+    exec(code.rstrip().removesuffix("trio.run(main)"), namespace)  # noqa: S102 - the README's own code
+    app, auth = namespace["app"], namespace["auth"]
+    assert app.scopes_for("tools/call", "add_note") == {"notes:write"}
+    assert app.scopes_for("tools/call", "whoami") == frozenset()
+    assert auth.metadata(app.declared_scopes())["scopes_supported"] == ["notes", "notes:write"]
+    assert auth.metadata_url() == "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
