@@ -35,6 +35,7 @@ from trio_mcp.auth.resource import (
     VerifierUnavailable,
     canonical_resource,
 )
+from trio_mcp.auth.resource._jwt import BoundedCache
 
 RESOURCE = "https://mcp.example.com/mcp"
 
@@ -255,6 +256,46 @@ async def test_jwks_rotation_is_followed_with_a_bounded_refresh(clock: trio.test
             await within(verifier, authz.mint(audience=RESOURCE))
         assert authz.jwks_fetches == 4
         assert await within(verifier, rotated)
+
+
+async def test_a_verified_token_is_remembered_within_bounds(clock: trio.testing.MockClock) -> None:
+    async with running(bounded=False) as authz:
+        verifier = JwtVerifier(authz.issuer, jwks=JwksCache(authz.jwks_url, max_age=10), cache_ttl=60)
+        token = authz.mint(audience=RESOURCE)
+        assert (await within(verifier, token)).subject == "alice"
+        authz.published = []  # the key is withdrawn
+        clock.jump(11)
+        # Remembered: no signature check, so no JWKS fetch for it...
+        assert (await within(verifier, token)).subject == "alice"
+        assert authz.jwks_fetches == 1
+        # ...while a token not seen yet needs the (now stale) set, fetched again.
+        with pytest.raises(InvalidToken):
+            await within(verifier, authz.mint(audience=RESOURCE, subject="bob"))
+        assert authz.jwks_fetches == 2
+        clock.jump(50)  # cache_ttl after the first check: checked again, and refused
+        with pytest.raises(InvalidToken):
+            await within(verifier, token)
+
+
+async def test_the_bounded_cache_drops_the_least_recently_used_and_the_expired(
+    clock: trio.testing.MockClock,
+) -> None:
+    cache: BoundedCache[str, int] = BoundedCache(2, 60)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # a is now the most recently used
+    cache.put("c", 3)
+    assert (cache.get("b"), cache.get("a"), cache.get("c"), len(cache)) == (None, 1, 3, 2)
+    cache.put("short", 4, expires_at=time.time() + 5)  # its own exp comes before the ttl
+    clock.jump(6)
+    assert cache.get("short") is None and cache.get("c") == 3
+    cache.put("gone", 5, expires_at=time.time() - 1)  # already expired: not kept
+    assert cache.get("gone") is None
+    clock.jump(60)
+    assert cache.get("c") is None and len(cache) == 0
+    none: BoundedCache[str, int] = BoundedCache(0, 60)
+    none.put("a", 1)
+    assert none.get("a") is None
 
 
 async def test_many_requests_at_once_share_one_jwks_fetch() -> None:

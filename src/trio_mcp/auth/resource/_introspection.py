@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import OrderedDict
 from typing import Any
 
 import httpx
@@ -13,7 +12,7 @@ import msgspec
 import trio
 
 from .._http import new_client
-from ._jwt import claims_token, read_limited
+from ._jwt import BoundedCache, claims_token, read_limited
 from ._token import AccessToken, InvalidToken, VerifierUnavailable
 
 __all__ = ["IntrospectionVerifier"]
@@ -64,7 +63,7 @@ class IntrospectionVerifier:
         self.max_size = max_size
         self._auth = None if client_id is None else httpx.BasicAuth(client_id, client_secret or "")
         self._client = http_client
-        self._cache: OrderedDict[bytes, tuple[float, AccessToken | str]] = OrderedDict()
+        self._cache: BoundedCache[bytes, AccessToken | str] = BoundedCache(cache_size, cache_ttl)
         #: Introspection requests made (cache misses).
         self.requests = 0
 
@@ -73,34 +72,18 @@ class IntrospectionVerifier:
 
     async def verify(self, token: str) -> AccessToken:
         digest = hashlib.sha256(token.encode()).digest()
-        now = trio.current_time()
         cached = self._cache.get(digest)
+        if isinstance(cached, str):
+            raise InvalidToken(cached)
         if cached is not None:
-            deadline, verdict = cached
-            if deadline > now:
-                self._cache.move_to_end(digest)
-                if isinstance(verdict, str):
-                    raise InvalidToken(verdict)
-                return verdict
-            del self._cache[digest]
+            return cached
         try:
             verdict = self._judge(token, await self._introspect(token))
         except InvalidToken as exc:
-            self._remember(digest, now + self.cache_ttl, exc.description)
+            self._cache.put(digest, exc.description)
             raise
-        deadline = now + self.cache_ttl
-        if verdict.expires_at is not None:
-            deadline = min(deadline, now + verdict.expires_at - time.time())
-        self._remember(digest, deadline, verdict)
+        self._cache.put(digest, verdict, verdict.expires_at)
         return verdict
-
-    def _remember(self, digest: bytes, deadline: float, verdict: AccessToken | str) -> None:
-        if self.cache_size == 0 or deadline <= trio.current_time():
-            return
-        self._cache[digest] = (deadline, verdict)
-        self._cache.move_to_end(digest)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
 
     def _judge(self, token: str, answer: dict[str, Any]) -> AccessToken:
         if answer.get("active") is not True:

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any, Final
+import time
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import Any, Final, Generic, TypeVar
 
 import httpx
 import jwt
@@ -20,6 +22,7 @@ from ._token import AccessToken, InvalidToken, VerifierUnavailable, audiences_of
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
     "MAX_LEEWAY",
+    "BoundedCache",
     "JwksCache",
     "JwtVerifier",
     "claims_token",
@@ -44,6 +47,46 @@ ASYMMETRIC_ALGORITHMS: Final = (
 _HMAC: Final = frozenset({"HS256", "HS384", "HS512"})
 #: The most clock skew, in seconds, a verifier may tolerate on ``exp``/``nbf``/``iat``.
 MAX_LEEWAY: Final = 300.0
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class BoundedCache(Generic[K, V]):
+    """At most ``size`` entries, each kept ``ttl`` seconds (trio's clock) and
+    never past its own ``expires_at`` (a Unix time), the least recently used
+    dropped first."""
+
+    def __init__(self, size: int, ttl: float) -> None:
+        self.size = size
+        self.ttl = ttl
+        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> V | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry[0] <= trio.current_time():
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return entry[1]
+
+    def put(self, key: K, value: V, expires_at: float | None = None) -> None:
+        now = trio.current_time()
+        deadline = now + self.ttl
+        if expires_at is not None:
+            deadline = min(deadline, now + expires_at - time.time())
+        if self.size == 0 or deadline <= now:
+            return
+        self._entries[key] = (deadline, value)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
 
 
 class _Jwks(msgspec.Struct):
@@ -191,7 +234,14 @@ class JwtVerifier:
     skew (at most :data:`MAX_LEEWAY`); ``iss`` equal to ``issuer``. The
     ``alg`` must be one of ``algorithms`` (``none`` is never accepted, and
     symmetric algorithms only with a static secret). The audience and the
-    scopes are checked by the :class:`ResourceServer` using it."""
+    scopes are checked by the :class:`ResourceServer` using it.
+
+    Every request of a client carries the same token: a verified token is
+    remembered (``cache_size`` of them, least recently used dropped first)
+    for at most ``cache_ttl`` seconds and never past its ``exp``, so its
+    signature is checked once, not on every request (a key withdrawn from
+    the JWKS stops a token at the latest ``cache_ttl`` seconds later;
+    ``cache_size=0``: no cache)."""
 
     def __init__(
         self,
@@ -202,6 +252,8 @@ class JwtVerifier:
         key: Any = None,
         algorithms: Sequence[str] = ASYMMETRIC_ALGORITHMS,
         leeway: float = 30.0,
+        cache_size: int = 1024,
+        cache_ttl: float = 60.0,
     ) -> None:
         if sum(x is not None for x in (jwks_url, jwks, key)) != 1:
             raise ValueError("give exactly one of jwks_url, jwks and key")
@@ -220,6 +272,9 @@ class JwtVerifier:
             raise ValueError(f"leeway must be between 0 and {MAX_LEEWAY:g} seconds")
         if not issuer:
             raise ValueError("issuer must be given: tokens are accepted from one issuer")
+        if cache_size < 0 or cache_ttl < 0:
+            raise ValueError("cache_size and cache_ttl must not be negative (0: no cache)")
+        self._cache: BoundedCache[str, AccessToken] = BoundedCache(cache_size, cache_ttl)
         self.issuer = issuer
         self.algorithms = algorithms
         self.leeway = leeway
@@ -231,6 +286,16 @@ class JwtVerifier:
         return f"<JwtVerifier issuer={self.issuer!r} keys from {source}>"
 
     async def verify(self, token: str) -> AccessToken:
+        known = self._cache.get(token)
+        if known is not None:
+            if known.expires_at is not None and known.expires_at + self.leeway <= time.time():
+                raise InvalidToken("the token has expired")
+            return known
+        verified = await self._verify(token)
+        self._cache.put(token, verified, verified.expires_at)
+        return verified
+
+    async def _verify(self, token: str) -> AccessToken:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
