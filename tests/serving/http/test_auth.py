@@ -483,3 +483,67 @@ def test_the_readme_example_builds_what_it_says() -> None:
     assert app.scopes_for("tools/call", "whoami") == frozenset()
     assert auth.metadata(app.declared_scopes())["scopes_supported"] == ["notes", "notes:write"]
     assert auth.metadata_url() == "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+
+
+async def test_an_app_made_per_session_is_asked_for_its_scopes() -> None:
+    made: list[MCPServer] = []
+
+    def factory() -> MCPServer:
+        made.append(recording_app())
+        return made[-1]
+
+    async with protected(factory) as (authz, _, url), httpx.AsyncClient(timeout=TIMEOUT) as client:
+        token = authz.mint(audience=url, scopes=["mcp"])
+        session = await start_session(client, url, token)
+        refused = await session.post(
+            session.request("tools/call", {"name": "wipe", "arguments": {}}), **bearer(token)
+        )
+        assert refused.status_code == 403 and challenge_of(refused).scope == "mcp mcp:admin"
+        modern = await client.post(
+            url,
+            content=json.dumps(modern_call("wipe", {})),
+            headers={**ACCEPT_BOTH, **modern_headers("wipe"), **bearer(token)},
+        )
+        assert modern.status_code == 403 and challenge_of(modern).scope == "mcp mcp:admin"
+        admin = authz.mint(audience=url, scopes=["mcp", "mcp:admin"])
+        ok = await client.post(
+            url,
+            content=json.dumps(modern_call("wipe", {})),
+            headers={**ACCEPT_BOTH, **modern_headers("wipe"), **bearer(admin)},
+        )
+        assert answer_of(ok)["result"]["content"][0]["text"] == "wiped"
+    assert [app.calls for app in made] == [[], [], ["wipe"]]  # type: ignore[attr-defined]
+
+
+async def test_a_verifier_that_cannot_check_gets_503_without_a_challenge() -> None:
+    def unreachable(authz: JwtAuthServer) -> JwtVerifier:
+        return JwtVerifier(authz.issuer, jwks_url=authz.base + "/no-such-jwks")
+
+    app = recording_app()
+    async with (
+        protected(app, verifier=unreachable) as (authz, _, url),
+        httpx.AsyncClient(timeout=TIMEOUT) as client,
+    ):
+        token = authz.mint(audience=url, scopes=["mcp"])
+        response = await client.post(
+            url, content=json.dumps(init_message()), headers={**ACCEPT_BOTH, **bearer(token)}
+        )
+        assert response.status_code == 503 and "www-authenticate" not in response.headers
+    assert app.calls == []  # type: ignore[attr-defined]
+
+
+def test_a_wildcard_bind_needs_the_public_resource_uri() -> None:
+    verifier = JwtVerifier("https://as.example.com", jwks_url="https://as.example.com/jwks")
+    with pytest.raises(ValueError, match="resource URI"):
+        HttpServer(recording_app(), host="0.0.0.0", auth=ResourceServer(verifier=verifier))
+    named = ResourceServer(verifier=verifier, resource="https://mcp.example.com/mcp")
+    assert HttpServer(recording_app(), host="0.0.0.0", auth=named).asgi.auth is not None
+
+
+def test_the_public_names_are_documented() -> None:
+    from trio_mcp.auth import resource
+
+    for name in resource.__all__:
+        value = getattr(resource, name)
+        if isinstance(value, type) or callable(value):
+            assert value.__doc__, name
