@@ -4,6 +4,7 @@ resource server checks, and what it publishes (RFC 9728) and answers
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -56,7 +57,10 @@ def _attribute(value: str) -> str:
     return "".join(c for c in value if 0x20 <= ord(c) <= 0x7E and c not in '"\\')
 
 
+@functools.lru_cache(maxsize=256)
 def _canonical_or_same(value: str) -> str:
+    """``value`` in canonical form if it is a URI (remembered: every token of
+    a server names the same few audiences)."""
     try:
         return canonical_resource(value)
     except ValueError:
