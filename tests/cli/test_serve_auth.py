@@ -15,7 +15,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import trio
+from cryptography.hazmat.primitives import serialization
 from tests.auth.test_oauth_client import serve
 from tests.serving.http.authserver import CLIENT_ID, SECRET, JwtAuthServer
 
@@ -36,7 +38,9 @@ async def authorization_server() -> AsyncIterator[JwtAuthServer]:
 
 
 @asynccontextmanager
-async def cli_server(*args: str, cwd: Path = ROOT) -> AsyncIterator[tuple[str, list[str]]]:
+async def cli_server(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, list[str]]]:
     """The CLI serving over HTTP on a free port: its URL and its start-up
     lines up to the authorization line. Its process group is stopped on exit
     (SIGTERM, then SIGKILL after 10 s)."""
@@ -46,6 +50,7 @@ async def cli_server(*args: str, cwd: Path = ROOT) -> AsyncIterator[tuple[str, l
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             cwd=cwd,
+            env={**os.environ, **(env or {})},
             start_new_session=True,
         )
     try:
@@ -74,13 +79,35 @@ def client_credentials(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
     return args, {"XDG_CACHE_HOME": str(tmp_path), "SVC_SECRET": SECRET}
 
 
-async def test_run_with_a_jwks_and_our_client_through_the_whole_flow(tmp_path: Path) -> None:
+def source_flags(source: str, authz: JwtAuthServer, tmp_path: Path) -> tuple[list[str], str]:
+    """The ``--auth-…`` options checking tokens one way, and how the start-up line names it."""
+    if source == "jwks":
+        return ["--auth-jwks", authz.jwks_url, "--auth-issuer", authz.issuer], authz.jwks_url
+    if source == "key":
+        key = tmp_path / "issuer.pem"
+        key.write_bytes(
+            authz.keys[authz.signing_kid]
+            .public_key()
+            .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+        return ["--auth-key", str(key), "--auth-issuer", authz.issuer], str(key)
+    client, _ = authz.introspection_client
+    flags = ["--auth-introspect", authz.introspection_url, "--auth-client-id", client]
+    flags += ["--auth-client-secret-env", "RS_SECRET", "--auth-issuer", authz.issuer]
+    return flags, f"introspection at {authz.introspection_url}"
+
+
+@pytest.mark.parametrize("source", ["jwks", "key", "introspect"])
+async def test_run_checks_tokens_and_our_client_goes_through_the_whole_flow(
+    source: str, tmp_path: Path
+) -> None:
     async with authorization_server() as authz:
-        flags = ["--auth-jwks", authz.jwks_url, "--auth-issuer", authz.issuer, "--auth-scope", "notes"]
-        async with cli_server("run", EXAMPLE, *flags) as (url, lines):
+        flags, named = source_flags(source, authz, tmp_path)
+        secret = {"RS_SECRET": authz.introspection_client[1]}
+        async with cli_server("run", EXAMPLE, *flags, "--auth-scope", "notes", env=secret) as (url, lines):
             metadata = url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp"
             assert lines[-1] == (
-                f"authorization: bearer tokens checked with {authz.jwks_url}, issued by {authz.issuer}, "
+                f"authorization: bearer tokens checked with {named}, issued by {authz.issuer}, "
                 f"scopes required: notes; metadata: {metadata}"
             )
             refused = await run_cli("call", url, "whoami")
@@ -98,6 +125,7 @@ async def test_run_with_a_jwks_and_our_client_through_the_whole_flow(tmp_path: P
     scopes = [r["form"].get("scope") for r in authz.token_requests]
     assert scopes[-1] == "notes notes:write" and all(s in ("notes", "notes notes:write") for s in scopes)
     assert all(r["form"]["resource"] == url for r in authz.token_requests)
+    assert (authz.introspections != []) is (source == "introspect")
 
 
 async def test_gateway_with_a_jwks(tmp_path: Path) -> None:
