@@ -75,7 +75,8 @@ class ResourceServer:
     :class:`IntrospectionVerifier`, or any :class:`TokenVerifier`).
     ``resource`` is the server's canonical URI (RFC 8707), e.g.
     ``https://mcp.example.com/mcp``: a token must name it in ``aud`` (or one
-    of ``audiences``, unless ``check_audience=False``); left ``None``,
+    of ``audiences``; a token without ``aud`` is refused too, unless
+    ``check_audience=False``); left ``None``,
     :class:`~trio_mcp.serving.http.HttpServer` fills in the URL it serves.
     ``authorization_servers`` are the issuers named in the metadata (by
     default the verifier's ``issuer``). Every request needs the
