@@ -9,8 +9,9 @@ its TTL. Cancelling a task cancels the work's scope. The store is bounded
 (:attr:`MemoryTaskStore.max_tasks`): when it is full of live tasks, creating
 one more fails with :class:`TaskStoreFull`, a clear error, never unbounded
 memory. Each task belongs to the session (handshake era) or principal
-(``owner=`` callable, stateless era) that created it: to any other, it does
-not exist.
+(stateless era: the access token's issuer, subject and client when the
+server checks tokens, or what an ``owner=`` callable says) that created it:
+to any other, it does not exist.
 
 While a task's work needs client input (``ctx.elicit`` and friends), the task
 is ``input_required``: in the handshake era the question is a server-to-client
@@ -375,7 +376,10 @@ class TaskRuntime:
         if self._owner is not None:
             return self._owner(ctx)
         if ctx.modern is not None:
-            return None  # stateless: no session; name a principal with owner=
+            # Stateless: no session; the principal of the request's access
+            # token when the server checks tokens, else anyone (or owner=).
+            auth = ctx.auth
+            return None if auth is None else "principal:" + "\x00".join(map(str, auth.identity))
         return ctx.session.task_owner
 
     async def create(self, ctx: Context, work: Work, *, task_param: Any = UNSET) -> Any:

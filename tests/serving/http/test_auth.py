@@ -24,7 +24,7 @@ from trio_mcp.actors._client import open_session
 from trio_mcp.auth import ClientCredentials, ClientMetadata, OAuthClientAuth
 from trio_mcp.auth._discovery import bearer_challenge
 from trio_mcp.auth.resource import IntrospectionVerifier, JwtVerifier, ResourceServer
-from trio_mcp.protocol import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from trio_mcp.protocol import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, InvalidParams
 from trio_mcp.server import Context, MCPServer
 from trio_mcp.serving.http import HttpServer
 from trio_mcp.transports.http import StreamableHttpTransport
@@ -547,3 +547,34 @@ def test_the_public_names_are_documented() -> None:
         value = getattr(resource, name)
         if isinstance(value, type) or callable(value):
             assert value.__doc__, name
+
+
+async def test_a_stateless_task_belongs_to_the_principal_that_created_it() -> None:
+    """2026-07-28: no session, so a task belongs to the token's principal."""
+    app = MCPServer("tasks", tasks=True)
+
+    @app.tool(task_support="optional")
+    async def slow() -> str:
+        await trio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    async with protected(app) as (authz, _, url):
+        tokens = {name: authz.mint(audience=url, scopes=["mcp"], subject=name) for name in ("alice", "bob")}
+        async with (
+            httpx.AsyncClient(headers=bearer(tokens["alice"]), timeout=TIMEOUT) as alice_http,
+            httpx.AsyncClient(headers=bearer(tokens["bob"]), timeout=TIMEOUT) as bob_http,
+            trio.open_nursery() as nursery,
+        ):
+            alice_stream = await nursery.start(StreamableHttpTransport(url, http_client=alice_http).run)
+            bob_stream = await nursery.start(StreamableHttpTransport(url, http_client=bob_http).run)
+            async with (
+                open_session(alice_stream, era="modern") as alice,
+                open_session(bob_stream, era="modern") as bob,
+            ):
+                mine = await alice.tasks.call_tool("slow", {})
+                for attempt in (bob.tasks.get, bob.tasks.cancel):
+                    with pytest.raises(InvalidParams, match="Unknown task"):
+                        await attempt(mine.task_id)
+                assert (await alice.tasks.get(mine.task_id)).status == "working"
+                await alice.tasks.cancel(mine.task_id)
+            nursery.cancel_scope.cancel()
