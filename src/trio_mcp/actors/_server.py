@@ -75,12 +75,12 @@ from ..protocol._types import LoggingLevel
 from ..transports import MessageStream
 from ..transports._base import REQUEST_HEADERS
 from ._actor import ExitReason
-
-if TYPE_CHECKING:
-    from ..auth.resource import AccessToken
 from ._middleware import ServerMiddleware, run_chain
 from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError
 from ._peer import InboundRequest, Peer, PeerLimits
+
+if TYPE_CHECKING:
+    from ..auth.resource import AccessToken
 
 __all__ = [
     "LOG_LEVELS",
