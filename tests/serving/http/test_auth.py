@@ -144,6 +144,7 @@ async def test_metadata_and_health_are_public_and_name_servers_and_scopes() -> N
                 "scopes_supported": ["mcp", "mcp:admin", "mcp:notes", "mcp:secrets"],
             }
         assert (await client.get(origin + "/healthz")).status_code == 200
+        assert (await client.get(origin + "/readyz")).status_code == 200
         assert (await client.post(origin + "/.well-known/oauth-protected-resource")).status_code == 405
 
 
@@ -578,3 +579,27 @@ async def test_a_stateless_task_belongs_to_the_principal_that_created_it() -> No
                 assert (await alice.tasks.get(mine.task_id)).status == "working"
                 await alice.tasks.cancel(mine.task_id)
             nursery.cancel_scope.cancel()
+
+
+async def test_behind_a_proxy_the_metadata_is_also_at_the_public_path() -> None:
+    public = "https://mcp.example.com/team/mcp"
+    async with protected(resource=public) as (authz, _, url), httpx.AsyncClient(timeout=TIMEOUT) as client:
+        origin = url.removesuffix("/mcp")
+        for path in ("/team/mcp", "/mcp", ""):
+            response = await client.get(f"{origin}/.well-known/oauth-protected-resource{path}")
+            assert response.status_code == 200 and response.json()["resource"] == public
+        refused = await client.post(url, content=json.dumps(init_message()), headers=ACCEPT_BOTH)
+        assert challenge_of(refused).resource_metadata == (
+            "https://mcp.example.com/.well-known/oauth-protected-resource/team/mcp"
+        )
+        # Tokens must name the public URI, not the address the server listens on.
+        local = authz.mint(audience=url, scopes=["mcp"])
+        wrong = await client.post(
+            url, content=json.dumps(init_message()), headers={**ACCEPT_BOTH, **bearer(local)}
+        )
+        assert wrong.status_code == 401
+        good = authz.mint(audience=public, scopes=["mcp"])
+        ok = await client.post(
+            url, content=json.dumps(init_message()), headers={**ACCEPT_BOTH, **bearer(good)}
+        )
+        assert ok.status_code == 200

@@ -28,6 +28,7 @@ authorization, 2025-06-18 onward), with a
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import msgspec
 from msgspec import Struct
@@ -88,9 +89,13 @@ class HttpAuth:
 
     def metadata_paths(self) -> list[str]:
         """Where the metadata is served: the root form and the one suffixed
-        with the MCP endpoint's path (RFC 9728 §3.1)."""
-        suffix = self.app.settings.path.rstrip("/")
-        return [METADATA_PATH, METADATA_PATH + suffix] if suffix else [METADATA_PATH]
+        with the MCP endpoint's path (RFC 9728 §3.1), and with the resource
+        URI's path when it is another (a proxy forwarding ``/team/mcp`` here)."""
+        suffixes = [self.app.settings.path]
+        if self.config.resource is not None:
+            suffixes.append(urlsplit(self.config.resource).path)
+        paths = [METADATA_PATH + suffix.rstrip("/") for suffix in suffixes]
+        return list(dict.fromkeys([METADATA_PATH, *paths]))
 
     def bind(self, url: str) -> None:
         """The server's URL is known (it listens): it is the resource URI,
