@@ -217,6 +217,18 @@ async def test_a_static_key_verifies_and_the_leeway_is_bounded() -> None:
     assert (await ec_verifier.verify(ec_token)).scopes == {"x"}
     with pytest.raises(InvalidToken, match="algorithm"):
         await ec_verifier.verify(token)  # RS256 is not accepted by that verifier
+    # With token_type, the header's typ must be that (RFC 9068): an ID token is no access token.
+    typed = JwtVerifier(authz.issuer, key=pem(authz.keys["rsa-1"]), token_type="application/AT+JWT")
+    assert await typed.verify(token)  # minted with typ "at+jwt"
+    id_token = jwt.encode(
+        {"iss": authz.issuer, "exp": time.time() + 60},
+        authz.keys["rsa-1"],
+        algorithm="RS256",
+        headers={"typ": "JWT"},
+    )
+    assert await verifier.verify(id_token)
+    with pytest.raises(InvalidToken, match="type 'JWT'"):
+        await typed.verify(id_token)
     secret = b"a shared secret of the authorization server"
     hs = JwtVerifier(authz.issuer, key=secret, algorithms=["HS256"])
     assert await hs.verify(

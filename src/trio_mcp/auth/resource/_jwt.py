@@ -241,7 +241,11 @@ class JwtVerifier:
     for at most ``cache_ttl`` seconds and never past its ``exp``, so its
     signature is checked once, not on every request (a key withdrawn from
     the JWKS stops a token at the latest ``cache_ttl`` seconds later;
-    ``cache_size=0``: no cache)."""
+    ``cache_size=0``: no cache).
+
+    ``token_type="at+jwt"`` also requires that header ``typ`` (RFC 9068
+    access tokens; it keeps ID tokens and other JWTs of the same issuer out),
+    compared without case and an ``application/`` prefix."""
 
     def __init__(
         self,
@@ -254,6 +258,7 @@ class JwtVerifier:
         leeway: float = 30.0,
         cache_size: int = 1024,
         cache_ttl: float = 60.0,
+        token_type: str | None = None,
     ) -> None:
         if sum(x is not None for x in (jwks_url, jwks, key)) != 1:
             raise ValueError("give exactly one of jwks_url, jwks and key")
@@ -276,6 +281,7 @@ class JwtVerifier:
             raise ValueError("cache_size and cache_ttl must not be negative (0: no cache)")
         self._cache: BoundedCache[str, AccessToken] = BoundedCache(cache_size, cache_ttl)
         self.issuer = issuer
+        self.token_type = None if token_type is None else _media_type(token_type)
         self.algorithms = algorithms
         self.leeway = leeway
         self.jwks = JwksCache(jwks_url) if jwks_url is not None else jwks
@@ -303,6 +309,11 @@ class JwtVerifier:
         algorithm = header.get("alg")
         if not isinstance(algorithm, str) or algorithm not in self.algorithms:
             raise InvalidToken(f"the token's algorithm {algorithm!r} is not accepted")
+        kind = header.get("typ")
+        if self.token_type is not None and (
+            not isinstance(kind, str) or _media_type(kind) != self.token_type
+        ):
+            raise InvalidToken(f"the token's type {kind!r} is not {self.token_type!r}")
         if self.jwks is not None:
             kid = header.get("kid")
             key: Any = await self.jwks.key_for(kid if isinstance(kid, str) else None, algorithm)
@@ -348,6 +359,11 @@ def claims_token(token: str, claims: dict[str, Any]) -> AccessToken:
         expires_at=float(expires) if isinstance(expires, (int, float)) else None,
         claims=claims,
     )
+
+
+def _media_type(value: str) -> str:
+    value = value.strip().lower()
+    return value.removeprefix("application/")
 
 
 def _static_key(key: Any) -> Any:
