@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
-import attrs
 import msgspec
 import trio
 from msgspec import UNSET
@@ -64,70 +63,32 @@ from ..protocol import (
     UnsubscribeRequestParams,
 )
 from ._content import to_prompt_messages, to_resource_contents, to_tool_result
+from ._entries import (
+    CompletionFn,
+    PromptEntry,
+    ResourceEntry,
+    TaskSupport,
+    TemplateEntry,
+    ToolEntry,
+    all_entry_scopes,
+    entry_scopes,
+    scope_set,
+)
 from ._functions import FunctionSpec, ToolArgumentError, inspect_function, is_async, run_sync_in_thread
 from ._lowlevel import LowLevelServer, paginate
-from ._schema import OutputSchema, description_of, output_schema_for
-from ._scopes import all_entry_scopes, entry_scopes
+from ._schema import description_of, output_schema_for
 from ._traversal import traversal_problem
 from ._uri_template import UriTemplate
 
 __all__ = ["DEFAULT_MAX_SYNC_THREADS", "CompletionFn", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-TaskSupport = Literal["optional", "required"]
-#: ``fn(value, context_arguments) -> list[str]`` (sync or async).
-CompletionFn = Callable[[str, dict[str, str]], Any]
 
 #: Completion values per answer (the specification's maximum).
 MAX_COMPLETION_VALUES = 100
 #: Worker threads running sync (``def``) handlers at once, per server
 #: (``MCPServer(max_sync_threads=...)``); more calls wait for a thread.
 DEFAULT_MAX_SYNC_THREADS = 40
-
-
-@attrs.define
-class _ToolEntry:
-    tool: Tool
-    spec: FunctionSpec
-    output: OutputSchema | None
-    #: ``"optional"`` / ``"required"``: may run as a task (None: never).
-    task_support: TaskSupport | None = None
-    #: ``"call"``: the task starts with the call; ``"tool"``: the tool starts
-    #: it itself (``ctx.start_task``), after gathering input synchronously.
-    task_start: Literal["call", "tool"] = "call"
-    inline: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-@attrs.define
-class _ResourceEntry:
-    resource: Resource
-    spec: FunctionSpec
-    mime_type: str | None
-    inline: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-@attrs.define
-class _TemplateEntry:
-    template: ResourceTemplate
-    matcher: UriTemplate
-    spec: FunctionSpec
-    mime_type: str | None
-    completions: dict[str, CompletionFn]
-    inline: bool = False
-    allow_path_traversal: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-@attrs.define
-class _PromptEntry:
-    prompt: Prompt
-    spec: FunctionSpec
-    required: tuple[str, ...]
-    completions: dict[str, CompletionFn]
-    inline: bool = False
-    scopes: frozenset[str] = frozenset()
 
 
 def _opt(value: Any) -> Any:
@@ -156,10 +117,10 @@ class MCPServer(LowLevelServer):
         #: The bound of the worker threads running sync handlers.
         self.thread_limiter = trio.CapacityLimiter(max_sync_threads)
         self._inline_completions: set[CompletionFn] = set()
-        self._tools: dict[str, _ToolEntry] = {}
-        self._resources: dict[str, _ResourceEntry] = {}
-        self._templates: dict[str, _TemplateEntry] = {}
-        self._prompts: dict[str, _PromptEntry] = {}
+        self._tools: dict[str, ToolEntry] = {}
+        self._resources: dict[str, ResourceEntry] = {}
+        self._templates: dict[str, TemplateEntry] = {}
+        self._prompts: dict[str, PromptEntry] = {}
         self._tool_list: list[Tool] | None = None
 
     # ---------------------------------------------------------------- tools
@@ -253,8 +214,8 @@ class MCPServer(LowLevelServer):
             execution=UNSET if task_support is None else ToolExecution(task_support=task_support),
             meta=_opt(meta),
         )
-        self._tools[tool_name] = _ToolEntry(
-            tool, spec, output, task_support, task_start, inline, _scopes(scopes)
+        self._tools[tool_name] = ToolEntry(
+            tool, spec, output, task_support, task_start, inline, scope_set(scopes)
         )
         self._tool_list = None
         if "tools/list" not in self.request_handlers:
@@ -297,7 +258,7 @@ class MCPServer(LowLevelServer):
                 return await tasks.create(ctx, work, task_param=params.task)
         return await self._run_tool(entry, params, ctx)
 
-    async def _run_tool(self, entry: _ToolEntry, params: CallToolRequestParams, ctx: Context) -> Any:
+    async def _run_tool(self, entry: ToolEntry, params: CallToolRequestParams, ctx: Context) -> Any:
         arguments = None if params.arguments is UNSET else params.arguments
         try:
             value = await self._invoke(entry.spec, arguments, ctx, entry.inline)
@@ -367,7 +328,7 @@ class MCPServer(LowLevelServer):
                     icons=UNSET if not icons else list(icons),
                     meta=_opt(meta),
                 )
-                self._templates[uri] = _TemplateEntry(
+                self._templates[uri] = TemplateEntry(
                     template,
                     matcher,
                     spec,
@@ -375,7 +336,7 @@ class MCPServer(LowLevelServer):
                     dict(complete or {}),
                     inline,
                     allow_path_traversal,
-                    _scopes(scopes),
+                    scope_set(scopes),
                 )
             else:
                 resource = Resource(
@@ -387,7 +348,7 @@ class MCPServer(LowLevelServer):
                     icons=UNSET if not icons else list(icons),
                     meta=_opt(meta),
                 )
-                self._resources[uri] = _ResourceEntry(resource, spec, mime_type, inline, _scopes(scopes))
+                self._resources[uri] = ResourceEntry(resource, spec, mime_type, inline, scope_set(scopes))
             if "resources/read" not in self.request_handlers:
                 self.set_request_handler("resources/list", PaginatedRequestParams, self._list_resources)
                 self.set_request_handler(
@@ -506,8 +467,8 @@ class MCPServer(LowLevelServer):
             arguments=arguments or UNSET,
             icons=UNSET if not icons else list(icons),
         )
-        self._prompts[prompt_name] = _PromptEntry(
-            prompt, spec, required, dict(complete or {}), inline, _scopes(scopes)
+        self._prompts[prompt_name] = PromptEntry(
+            prompt, spec, required, dict(complete or {}), inline, scope_set(scopes)
         )
         if "prompts/list" not in self.request_handlers:
             self.set_request_handler("prompts/list", PaginatedRequestParams, self._list_prompts)
@@ -613,12 +574,6 @@ class MCPServer(LowLevelServer):
     def resource_updated(self, uri: str) -> None:
         """Notify subscribers that ``uri`` changed (callable from sync code)."""
         self.notify_resource_updated(uri)
-
-
-def _scopes(scopes: Sequence[str]) -> frozenset[str]:
-    if isinstance(scopes, str):
-        raise TypeError("scopes is a list of scope names, not one string")
-    return frozenset(scopes)
 
 
 def _registrar(add: Callable[..., Any], options: dict[str, Any]) -> Callable[[F], F]:
