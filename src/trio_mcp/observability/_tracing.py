@@ -345,7 +345,7 @@ def _raw_with_meta(raw: msgspec.Raw, entries: dict[str, Any]) -> Any:
     except (msgspec.ValidationError, msgspec.DecodeError):
         return raw  # not an object: the peer sends it as it is
     if has_meta:
-        return with_meta(msgspec.json.decode(data), entries)
+        return msgspec.Raw(_encode(with_meta(msgspec.json.decode(data), entries)))
     head = b'{"_meta":' + _encode(entries)
     rest = data[1:].lstrip()
     return msgspec.Raw(head + rest if rest.startswith(b"}") else head + b"," + rest)
