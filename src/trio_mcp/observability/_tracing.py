@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -130,6 +131,20 @@ class Tracing:
         return f"Tracing({self.tracer_provider!r})"
 
 
+class _Call:
+    """The span of a client API call being made in this task."""
+
+    __slots__ = ("method", "numbered", "span")
+
+    def __init__(self, span: Span, method: str) -> None:
+        self.span = span
+        self.method = method
+        self.numbered = False
+
+
+_CALL: ContextVar[_Call | None] = ContextVar("trio_mcp_traced_call", default=None)
+
+
 class _SessionTracing:
     """One session's spans: it stands in for the peer's dispatcher and wraps
     its ``request`` and ``notify``."""
@@ -162,6 +177,9 @@ class _SessionTracing:
         peer.dispatcher = self
         peer.request = self.request
         peer.notify = self.notify
+        self._call: Any = getattr(session, "_call", None)  # a ClientSession's API calls
+        if self._call is not None:
+            session._call = self.call
 
     # ------------------------------------------------------------ attributes
 
@@ -270,7 +288,27 @@ class _SessionTracing:
 
     # ------------------------------------------------------------ what we send
 
+    async def call(self, method: str, params: Any, result_type: Any, on_progress: Any = None) -> Any:
+        """A call of the client's API (``call_tool``...): one span, whatever
+        number of requests it takes (the 2026 era's input-required rounds)."""
+        name, attrs, _ = self._attributes(method, params)
+        with self._span(name, self._client_kind, attrs) as span:
+            token = _CALL.set(_Call(span, method))
+            try:
+                result = await self._call(method, params, result_type, on_progress)
+            finally:
+                _CALL.reset(token)
+            self._check_result(span, method, result)
+            return result
+
     async def request(self, method: str, params: Any = UNSET, **options: Any) -> Any:
+        call = _CALL.get()
+        if call is not None and call.method == method and self._trace.get_current_span() is call.span:
+            # A request of the call that span stands for: it carries its context.
+            if not call.numbered:
+                call.numbered = True
+                call.span.set_attribute("jsonrpc.request.id", str(self.peer._next_id))
+            return await self._request(method, self._carrying_context(params), **options)
         name, attrs, _ = self._attributes(method, params)
         # The id the peer gives this request: taken before its first await.
         attrs["jsonrpc.request.id"] = str(self.peer._next_id)
