@@ -256,8 +256,10 @@ class _SessionTracing:
             if _is_tool_error(result):
                 span.set_attribute("error.type", "tool_error")
                 span.set_status(self._error)
-        elif method == "initialize" and self.session.protocol_version is not None:
-            span.set_attribute("mcp.protocol.version", self.session.protocol_version)  # just negotiated
+        elif method == "initialize":  # the version just negotiated
+            version = getattr(result, "protocol_version", None) or self.session.protocol_version
+            if type(version) is str:
+                span.set_attribute("mcp.protocol.version", version)
 
     # -------------------------------------------------- what the other side asks
 
