@@ -217,7 +217,9 @@ async def test_notifications_are_spans_on_both_sides_inside_the_request_trace(
     spans.named("notifications/roots/list_changed", "CLIENT")
 
 
-async def test_a_server_to_client_request_is_a_client_span_on_the_server(spans: Spans) -> None:
+async def _ask_the_client(spans: Spans, era: str) -> None:
+    """Call a tool that asks the client's LLM (a request to the client in
+    the handshake era, an input-required round in 2026)."""
     app = MCPServer("asks", instrumentation=[spans.tracing])
 
     @app.tool()
@@ -231,9 +233,13 @@ async def test_a_server_to_client_request_is_a_client_span_on_the_server(spans: 
 
     with trio.fail_after(10):
         async with connected(
-            app, mode="bytes", instrumentation=[spans.tracing], sampling_handler=sampling
+            app, mode="bytes", era=era, instrumentation=[spans.tracing], sampling_handler=sampling
         ) as c:
             assert (await c.call_tool("ask", {})).content[0].text == "hi"  # type: ignore[union-attr]
+
+
+async def test_a_server_to_client_request_is_a_client_span_on_the_server(spans: Spans) -> None:
+    await _ask_the_client(spans, "handshake")
     call = spans.named("tools/call ask", "SERVER")
     asked = spans.named("sampling/createMessage", "CLIENT")
     answered = spans.named("sampling/createMessage", "SERVER")
@@ -244,27 +250,13 @@ async def test_a_server_to_client_request_is_a_client_span_on_the_server(spans: 
 async def test_a_2026_call_with_an_input_round_is_one_client_span_over_two_server_spans(
     spans: Spans,
 ) -> None:
-    app = MCPServer("asks", instrumentation=[spans.tracing])
-
-    @app.tool()
-    async def ask(ctx: Context) -> str:
-        answer = await ctx.sample("hello?", max_tokens=5)
-        assert isinstance(answer.content, TextContent)
-        return answer.content.text
-
-    async def sampling(params: Any) -> CreateMessageResult:
-        return CreateMessageResult(role="assistant", content=TextContent(text="hi"), model="m")
-
-    with trio.fail_after(10):
-        async with connected(
-            app, mode="bytes", era="modern", instrumentation=[spans.tracing], sampling_handler=sampling
-        ) as c:
-            assert (await c.call_tool("ask", {})).content[0].text == "hi"  # type: ignore[union-attr]
+    await _ask_the_client(spans, "modern")
     client = spans.named("tools/call ask", "CLIENT")
     rounds = [s for s in spans.all() if s.name == "tools/call ask" and s.kind.name == "SERVER"]
     assert len(rounds) == 2  # the question (input required), then the retry with the answer
     assert all(r.parent is not None and r.parent.span_id == client.context.span_id for r in rounds)
     assert (client.attributes or {})["mcp.protocol.version"] == "2026-07-28"
+    assert not [s for s in spans.all() if s.name == "sampling/createMessage"]  # no request to the client
 
 
 async def test_an_untraced_session_runs_the_peer_unwrapped(spans: Spans) -> None:

@@ -92,7 +92,7 @@ _encode: Final = msgspec.json.Encoder().encode
 
 
 class Tracing:
-    """An :class:`~trio_mcp.actors.Instrumentation` that traces sessions.
+    """An instrumentation (``trio_mcp.actors._instrument``) that traces sessions.
 
     ``Tracing()`` (installed by default) traces a session when a global tracer
     provider is set as it is made; ``Tracing(provider)`` always traces, with
