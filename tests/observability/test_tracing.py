@@ -217,6 +217,27 @@ async def test_notifications_are_spans_on_both_sides_inside_the_request_trace(
     spans.named("notifications/roots/list_changed", "CLIENT")
 
 
+async def test_a_failed_notification_handler_is_an_error_span_without_a_json_rpc_code(spans: Spans) -> None:
+    app = traced_app(spans)
+    handled = trio.Event()
+
+    async def on_roots_changed(session: ServerSession, params: Any) -> None:
+        handled.set()  # no checkpoint from here to the span's end: it has ended when the test wakes
+        raise ValueError("cannot list roots now")
+
+    app.notification_handlers["notifications/roots/list_changed"] = on_roots_changed
+    with trio.fail_after(10):
+        async with connected(app, mode="bytes", instrumentation=[spans.tracing], roots=[]) as c:
+            await c.set_roots([Root(uri="file:///tmp")])
+            await handled.wait()
+    span = spans.named("notifications/roots/list_changed", "SERVER")
+    attrs = dict(span.attributes or {})
+    assert attrs["error.type"] == "ValueError"
+    assert "rpc.response.status_code" not in attrs  # a notification has no answer
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.description == "cannot list roots now"
+
+
 async def _ask_the_client(spans: Spans, era: str) -> None:
     """Call a tool that asks the client's LLM (a request to the client in
     the handshake era, an input-required round in 2026)."""

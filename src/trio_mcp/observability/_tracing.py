@@ -220,8 +220,12 @@ class _SessionTracing:
         return context
 
     @contextmanager
-    def _span(self, name: str, kind: Any, attrs: dict[str, Any], parent: Any = None) -> Iterator[Span]:
-        """A current span whose failure is recorded as the conventions say."""
+    def _span(
+        self, name: str, kind: Any, attrs: dict[str, Any], parent: Any = None, *, answering: bool = False
+    ) -> Iterator[Span]:
+        """A current span whose failure is recorded as the conventions say
+        (``answering``: a request we serve, whose unexpected exception the
+        peer answers as an internal error)."""
         with self.tracer.start_as_current_span(
             name,
             context=parent,
@@ -236,9 +240,12 @@ class _SessionTracing:
                 self._failed(span, exc)
                 raise
             except Exception as exc:
-                # The peer answers it as an internal error.
                 span.record_exception(exc)
-                self._failed(span, InternalError(str(exc)), type(exc).__qualname__)
+                if answering:
+                    self._failed(span, InternalError(str(exc)), type(exc).__qualname__)
+                else:
+                    span.set_attribute("error.type", type(exc).__qualname__)
+                    span.set_status(self._error, str(exc))
                 raise
             except trio.Cancelled:
                 span.set_attribute("error.type", "cancelled")
@@ -267,7 +274,7 @@ class _SessionTracing:
         method = request.method
         name, attrs, meta = self._attributes(method, request.params)
         attrs["jsonrpc.request.id"] = str(request.id)
-        with self._span(name, self._server_kind, attrs, self._parent(meta)) as span:
+        with self._span(name, self._server_kind, attrs, self._parent(meta), answering=True) as span:
             result = await self._inner.handle_request(request)
             self._check_result(span, method, result)
             return result
