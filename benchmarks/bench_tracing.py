@@ -17,12 +17,13 @@ order, rounds interleaved:
   request and notification makes its spans (recording, nothing exported).
 
 A process makes one in-memory client/server pair (``trio_mcp.testing.connected``)
-and calls a one-line tool ``--calls`` times after a warm-up; it reports
+and calls a one-line async tool ``--calls`` times after a warm-up; it reports
 calls/s (wall clock), CPU per call (the process's own CPU time from
 ``/proc/self/task/*/schedstat``, not counting time spent waiting for a CPU)
 and Python function calls per request (cProfile over 200 calls: independent
 of the machine's load). The report gives each variant's median and its ratio
-to ``absent``, with the load average before and after.
+to ``absent``, with the load average before and after, then the same as one
+JSON line.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ async def _run(calls: int, mode: str) -> dict[str, Any]:
     app = MCPServer("bench")
 
     @app.tool()
-    def echo(text: str) -> str:
+    async def echo(text: str) -> str:  # async: no worker thread in the measure
         return text
 
     args = {"text": "hello, benchmark"}
@@ -146,18 +147,26 @@ def main() -> None:
         f"{'variant':<10} {'traced':>6} {'calls/s':>9} {'ratio':>6} {'CPU us/call':>11} {'ratio':>6}"
         f" {'py calls/req':>12} {'ratio':>6}"
     )
+    summary: dict[str, Any] = {"bench": "tracing", "mode": opts.mode, "loadavg": [load_before, load_after]}
     for variant in VARIANTS:
         got = rows[variant]
         cps = statistics.median(r["calls_per_s"] for r in got)
         cpu = _median_cpu(got)
         pyc = statistics.median(r["py_calls_per_request"] for r in got)
         traced = all(r["traced"] for r in got)
+        summary[variant] = {
+            "traced": traced,
+            "calls_per_s": cps,
+            "cpu_us_per_call": cpu,
+            "py_calls_per_request": pyc,
+        }
         cpu_text = "-" if cpu is None else f"{cpu:11.1f}"
         cpu_ratio = "-" if cpu is None or base_cpu is None else f"{cpu / base_cpu:6.3f}"
         print(
             f"{variant:<10} {'yes' if traced else 'no':>6} {cps:9.0f} {cps / base['calls_per_s']:6.3f}"
             f" {cpu_text:>11} {cpu_ratio:>6} {pyc:12.1f} {pyc / base['py_calls_per_request']:6.3f}"
         )
+    print(json.dumps(summary))
 
 
 def _median_cpu(rows: list[dict[str, Any]]) -> float | None:
