@@ -21,9 +21,10 @@ and calls a one-line async tool ``--calls`` times after a warm-up; it reports
 calls/s (wall clock), CPU per call (the process's own CPU time from
 ``/proc/self/task/*/schedstat``, not counting time spent waiting for a CPU)
 and Python function calls per request (cProfile over 200 calls: independent
-of the machine's load). The report gives each variant's median and its ratio
-to ``absent``, with the load average before and after, then the same as one
-JSON line.
+of the machine's load). The report gives each variant's medians and, for each
+figure, the median over rounds of its ratio to ``absent`` in the same round
+(the runs of a round share the machine's load), with the load average before
+and after; then the same as one JSON line.
 """
 
 from __future__ import annotations
@@ -139,10 +140,7 @@ def main() -> None:
     load_after = load_average()
     print(f"tracing cost, in-process tools/call ({opts.mode}), {opts.rounds} rounds x {opts.calls} calls")
     print(f"load average: {load_before} before, {load_after} after")
-    base = {
-        k: statistics.median(r[k] for r in rows["absent"]) for k in ("calls_per_s", "py_calls_per_request")
-    }
-    base_cpu = _median_cpu(rows["absent"])
+    print("medians; each ratio is the median over rounds of (variant / absent) within the round")
     print(
         f"{'variant':<10} {'traced':>6} {'calls/s':>9} {'ratio':>6} {'CPU us/call':>11} {'ratio':>6}"
         f" {'py calls/req':>12} {'ratio':>6}"
@@ -150,28 +148,38 @@ def main() -> None:
     summary: dict[str, Any] = {"bench": "tracing", "mode": opts.mode, "loadavg": [load_before, load_after]}
     for variant in VARIANTS:
         got = rows[variant]
-        cps = statistics.median(r["calls_per_s"] for r in got)
-        cpu = _median_cpu(got)
-        pyc = statistics.median(r["py_calls_per_request"] for r in got)
+        figures = {key: _median(got, key) for key in KEYS}
+        ratios = {key: _ratio(got, rows["absent"], key) for key in KEYS}
         traced = all(r["traced"] for r in got)
-        summary[variant] = {
-            "traced": traced,
-            "calls_per_s": cps,
-            "cpu_us_per_call": cpu,
-            "py_calls_per_request": pyc,
-        }
-        cpu_text = "-" if cpu is None else f"{cpu:11.1f}"
-        cpu_ratio = "-" if cpu is None or base_cpu is None else f"{cpu / base_cpu:6.3f}"
-        print(
-            f"{variant:<10} {'yes' if traced else 'no':>6} {cps:9.0f} {cps / base['calls_per_s']:6.3f}"
-            f" {cpu_text:>11} {cpu_ratio:>6} {pyc:12.1f} {pyc / base['py_calls_per_request']:6.3f}"
+        summary[variant] = {"traced": traced, **figures, "ratios": ratios}
+        cells = " ".join(
+            f"{_text(figures[key], width, digits)} {_text(ratios[key], 6, 3)}"
+            for key, width, digits in (
+                ("calls_per_s", 9, 0),
+                ("cpu_us_per_call", 11, 1),
+                ("py_calls_per_request", 12, 1),
+            )
         )
+        print(f"{variant:<10} {'yes' if traced else 'no':>6} {cells}")
     print(json.dumps(summary))
 
 
-def _median_cpu(rows: list[dict[str, Any]]) -> float | None:
-    values = [r["cpu_us_per_call"] for r in rows if r["cpu_us_per_call"] is not None]
+KEYS = ("calls_per_s", "cpu_us_per_call", "py_calls_per_request")
+
+
+def _median(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if r[key] is not None]
     return statistics.median(values) if values else None
+
+
+def _ratio(rows: list[dict[str, Any]], base: list[dict[str, Any]], key: str) -> float | None:
+    """The median of the per-round ratios (a round's runs share the machine's load)."""
+    values = [r[key] / b[key] for r, b in zip(rows, base, strict=True) if r[key] and b[key]]
+    return statistics.median(values) if values else None
+
+
+def _text(value: float | None, width: int, digits: int) -> str:
+    return "-".rjust(width) if value is None else f"{value:{width}.{digits}f}"
 
 
 if __name__ == "__main__":
