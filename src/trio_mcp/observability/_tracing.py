@@ -15,7 +15,9 @@ and ``network.protocol.name``. An error answer sets ``error.type`` and
 ``rpc.response.status_code`` to its JSON-RPC code (and the earlier
 conventions' ``rpc.jsonrpc.error_code``), and the span status to ERROR with
 its message; a tool result with ``isError`` sets ``error.type`` to
-``tool_error``.
+``tool_error``. A call of a client's API (``call_tool``...) is one CLIENT
+span however many requests it takes (the 2026 era's input-required rounds
+each carry its context: one SERVER span per round under it).
 
 The trace context travels in the message's ``params._meta`` (``traceparent``,
 ``tracestate``, and ``baggage`` when in use), injected by the sender with the
