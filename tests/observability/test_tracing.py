@@ -175,10 +175,21 @@ async def test_an_exception_out_of_a_request_handler_is_recorded_as_minus_32603(
 
 
 async def test_prompt_and_resource_spans_name_their_target(spans: Spans) -> None:
+    updated = trio.Event()
+
+    async def on_updated(uri: str) -> None:
+        updated.set()  # the handling span ends before the test runs again (no checkpoint after this)
+
+    app = traced_app(spans)
     with trio.fail_after(10):
-        async with connected(traced_app(spans), mode="bytes", instrumentation=[spans.tracing]) as c:
+        async with connected(
+            app, mode="bytes", instrumentation=[spans.tracing], on_resource_updated=on_updated
+        ) as c:
             await c.get_prompt("greet", {"name": "Ada"})
             await c.read_resource("memo://one")
+            await c.subscribe_resource("memo://one")
+            app.resource_updated("memo://one")
+            await updated.wait()
     prompt = spans.named("prompts/get greet", "SERVER")
     assert (prompt.attributes or {})["gen_ai.prompt.name"] == "greet"
     assert "gen_ai.operation.name" not in (prompt.attributes or {})
@@ -186,6 +197,12 @@ async def test_prompt_and_resource_spans_name_their_target(spans: Spans) -> None
     read = spans.named("resources/read", "CLIENT")
     assert (read.attributes or {})["mcp.resource.uri"] == "memo://one"
     assert (spans.named("resources/read", "SERVER").attributes or {})["mcp.resource.uri"] == "memo://one"
+    for name, kind in (
+        ("resources/subscribe", "SERVER"),
+        ("notifications/resources/updated", "CLIENT"),  # sent by the server
+        ("notifications/resources/updated", "SERVER"),  # handled by the client
+    ):
+        assert (spans.named(name, kind).attributes or {})["mcp.resource.uri"] == "memo://one"
 
 
 @pytest.mark.parametrize("mode", MODES)
