@@ -40,7 +40,7 @@ class Instrumentation(Protocol):
 
 #: Modules imported when the first session is made; each installs its
 #: default instrumentation (with :func:`install_instrumentation`) on import.
-DEFAULT_MODULES: Final = ("trio_mcp.observability",)
+DEFAULT_MODULES: Final = ("trio_mcp.observability._tracing",)
 
 _installed: list[Instrumentation] = []
 _loaded = False
