@@ -9,7 +9,7 @@ import trio_mcp
 
 PACKAGE = Path(trio_mcp.__file__).parent
 #: The layers under serving/ (serving sits above them; gateway and cli above it).
-BELOW = ("protocol", "transports", "auth", "supervision", "actors", "server")
+BELOW = ("protocol", "transports", "auth", "supervision", "actors", "observability", "server")
 ABOVE = ("gateway", "cli")
 
 
@@ -43,6 +43,12 @@ def _offenders(layers: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]
 
 def test_nothing_below_serving_imports_it() -> None:
     assert _offenders(BELOW, ("serving", *ABOVE)) == []
+
+
+def test_observability_sits_above_the_actors_and_below_the_server() -> None:
+    # The actors only name it (actors._instrument.DEFAULT_MODULES), never import it.
+    assert _offenders(("protocol", "transports", "auth", "supervision", "actors"), ("observability",)) == []
+    assert _offenders(("observability",), ("server",)) == []
 
 
 def test_serving_imports_nothing_above_it() -> None:

@@ -102,6 +102,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportError
 from ._actor import ExitReason
+from ._instrument import Instrumentation, instrument
 from ._middleware import ClientCall, ClientMiddleware, run_chain
 from ._peer import InboundRequest, Peer, PeerLimits, ProgressCallback
 from ._server import METHOD_CAPABILITY, _declared
@@ -197,6 +198,7 @@ class ClientSession:
         name: str = "client",
         extensions: dict[str, dict[str, Any]] | None = None,
         middleware: Sequence[ClientMiddleware] = (),
+        instrumentation: Sequence[Instrumentation] | None = None,
     ) -> None:
         if protocol_version not in HANDSHAKE_VERSIONS:
             raise ValueError(f"protocol_version must be one of {HANDSHAKE_VERSIONS}")
@@ -248,6 +250,8 @@ class ClientSession:
         self.middleware = tuple(middleware)
         if self.middleware:
             self._call = self._call_through_middleware  # type: ignore[method-assign]
+        # Tracing and other observers (None: the process defaults; see ``actors._instrument``).
+        instrument(self, instrumentation)
 
     @property
     def tasks(self) -> Any:

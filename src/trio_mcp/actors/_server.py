@@ -75,6 +75,7 @@ from ..protocol._types import LoggingLevel
 from ..transports import MessageStream
 from ..transports._base import REQUEST_HEADERS
 from ._actor import ExitReason
+from ._instrument import instrument
 from ._middleware import ServerMiddleware, run_chain
 from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError
 from ._peer import InboundRequest, Peer, PeerLimits
@@ -200,6 +201,8 @@ class ServerSession:
         #: stateless HTTP server lends its own), and who owns them.
         self.task_nursery: trio.Nursery | None = None
         self.task_owner = f"session:{secrets.token_hex(8)}"
+        # Tracing and other observers (``app.instrumentation``, else the process defaults).
+        instrument(self, getattr(app, "instrumentation", None))
 
     # ----------------------------------------------------------------- run
 

@@ -114,7 +114,10 @@ class Fleet:
         options = self._options["stdio" if isinstance(entry, StdioEntry) else "remote"]
         self.gateway.entries[entry.name] = entry
         try:
-            conn = await self.host.add_server(entry.name, entry.transport_factory(**options))
+            # Its sessions observe as the gateway's do: a call's trace goes on to the server.
+            conn = await self.host.add_server(
+                entry.name, entry.transport_factory(**options), instrumentation=self.gateway.instrumentation
+            )
         except McpError as exc:  # a start failure (ConnectionClosed): it never stops the others
             reason = describe(exc)
             self.gateway.entries.pop(entry.name, None)

@@ -25,6 +25,7 @@ from msgspec import UNSET
 
 from .._util import collapse_groups
 from ..actors import PeerLimits
+from ..actors._instrument import Instrumentation
 from ..actors._middleware import ServerMiddleware
 from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
 from ..actors._tasks import HANDSHAKE_TASKS_CAPABILITY, TaskRuntime
@@ -70,6 +71,7 @@ class LowLevelServer:
         tasks: TaskRuntime | bool = False,
         extensions: dict[str, dict[str, Any]] | None = None,
         middleware: Sequence[ServerMiddleware] = (),
+        instrumentation: Sequence[Instrumentation] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -90,6 +92,11 @@ class LowLevelServer:
         #: Around every request of every session, first outermost (see
         #: :meth:`add_middleware`); a session takes the chain it finds when it starts.
         self.middleware: tuple[ServerMiddleware, ...] = tuple(middleware)
+        #: What observes each session (tracing): None for the process defaults
+        #: (see ``trio_mcp.actors._instrument``), ``()`` for nothing.
+        self.instrumentation: tuple[Instrumentation, ...] | None = (
+            None if instrumentation is None else tuple(instrumentation)
+        )
         self.lifespan = lifespan
         self.state: Any = None
         self.sessions: set[ServerSession] = set()
