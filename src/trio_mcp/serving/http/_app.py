@@ -195,6 +195,7 @@ class StreamableHttpApp(AsgiApp):
         self._running = False
         self._closed = False
         self._draining = False
+        self._drained = False
         self._stop = trio.Event()
         self._lifespan_ready = trio.Event()
         self._retained: deque[tuple[float, HttpSessionStream, str]] = deque()
@@ -304,15 +305,19 @@ class StreamableHttpApp(AsgiApp):
         self._stop.set()
         await trio.lowlevel.checkpoint()
 
+    def start_draining(self) -> None:
+        """Refuse new work from now on (``503``; :meth:`drain` does the rest)."""
+        self._draining = True
+
     async def drain(self, timeout: float) -> None:
         """Stop taking new work and let the work under way end (see the
         module): the registry's :meth:`~SessionRegistry.drain` (bounded by
         ``store_timeout``), the GET streams' connections ended, then a wait
         of at most ``timeout`` seconds for the responses in flight. The app
         keeps running (call :meth:`aclose` after)."""
-        if self._draining:
+        if self._drained:
             return
-        self._draining = True
+        self._drained = self._draining = True
         try:
             with trio.move_on_after(self.settings.store_timeout):
                 await self.registry.drain()

@@ -111,6 +111,7 @@ class HttpServer:
         get ``drain_timeout`` seconds (see :meth:`StreamableHttpApp.drain`).
         Returns the bound, in seconds, within which ``run`` then ends."""
         self._draining = True
+        self.asgi.start_draining()
         self._stop.set()
         return self.asgi.settings.store_timeout + self.drain_timeout + self.graceful_timeout + 2.0
 
