@@ -84,10 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     from ._client import CLIENT_VERBS, parse_client_verb, run_client_verb
 
     if words[:1] == ["serve-worker"]:  # internal: a process of 'run/gateway --workers N'
-        from ._workers import worker_main
-
-        return worker_main()
-    if words[:1] == ["demo-server"]:
+        args = argparse.Namespace(command="serve-worker")
+    elif words[:1] == ["demo-server"]:
         args = _demo_server_parser().parse_args(words[1:])
         args.command = "demo-server"
     elif words[:1] and words[0] in CLIENT_VERBS:
@@ -100,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     from ..protocol import McpError
 
     try:
+        if args.command == "serve-worker":
+            from ._workers import worker_main
+
+            return worker_main()
         if args.command == "demo":
             from ._demo import run_demo, run_fleet
 

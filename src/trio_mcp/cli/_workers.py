@@ -42,6 +42,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -78,6 +79,15 @@ def run_workers(args: argparse.Namespace, options: ServeOptions) -> int:
     """Serve ``args`` (a parsed ``run`` or ``gateway`` command line) from
     ``options.workers`` processes; the exit status."""
     check_workers(options)
+    app = getattr(args, "app", None)
+    if (
+        app is not None
+        and app.partition(":")[0].endswith(".py")
+        and not Path(app.partition(":")[0]).is_file()
+    ):
+        from ._targets import TargetError
+
+        raise TargetError(f"no such file: {app.partition(':')[0]}")  # said once, before any worker starts
     from hypercorn.config import Config
 
     from ..transports._base import host_in_url
