@@ -264,7 +264,10 @@ def worker_main() -> int:
     """``trio-mcp serve-worker``: read the spec on stdin, serve, stop when
     the parent says so (SIGTERM) or is gone (end of stdin)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    spec = json.loads(sys.stdin.readline())
+    line = sys.stdin.readline()
+    if not line:
+        return 0  # the parent went away before it said anything
+    spec = json.loads(line)
     args = argparse.Namespace(**spec["args"])
     options = attrs.evolve(
         ServeOptions.from_args(args),
