@@ -104,3 +104,34 @@ async def test_a_call_that_outlasts_the_drain_timeout_is_cut_and_the_server_stop
             server.drain()
     assert not release.is_set()
     assert statuses and statuses[0] != 200  # never answered: the session ended with the server
+
+
+async def test_drain_ends_the_listen_streams_at_once() -> None:
+    """A ``subscriptions/listen`` stream never ends by itself: the drain ends
+    it (the client listens again elsewhere) instead of waiting it out."""
+    from trio_mcp.protocol import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+
+    server = HttpServer(held_app(trio.Event(), trio.Event()), drain_timeout=3600.0)
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "sub-1",
+        "method": "subscriptions/listen",
+        "params": {
+            "notifications": {"toolsListChanged": True},
+            "_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}},
+        },
+    }
+    headers = {**ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}
+    with trio.fail_after(TIMEOUT * 2):  # far below the drain_timeout
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client, trio.open_nursery() as nursery:
+            info = await nursery.start(server.run)
+            async with client.stream("POST", info.url, json=listen, headers=headers) as stream:
+                lines = stream.aiter_lines()
+                async for line in lines:
+                    if "notifications/subscriptions/acknowledged" in line:
+                        break
+                assert len(server.asgi.listening) == 1
+                server.drain()
+                async for _ in lines:  # the stream ends
+                    pass
+    assert not server.asgi.listening

@@ -97,7 +97,8 @@ the listener within ``graceful_timeout``. Draining first
 (:meth:`SessionRegistry.drain`), new work (``initialize``, a sessionless
 request, a new GET stream) gets ``503`` with ``Retry-After`` and
 ``/readyz`` answers ``503``, the GET streams' connections end (clients
-reconnect, through a load balancer to another node), and requests in
+reconnect, through a load balancer to another node) and so do the
+``subscriptions/listen`` streams (clients listen again), and requests in
 sessions are still served while the responses in flight end, within a bound.
 """
 
@@ -196,6 +197,8 @@ class StreamableHttpApp(AsgiApp):
         self._closed = False
         self._draining = False
         self._drained = False
+        #: The sessions of open ``subscriptions/listen`` streams (a drain ends them).
+        self.listening: set[HttpSessionStream] = set()
         self._stop = trio.Event()
         self._lifespan_ready = trio.Event()
         self._retained: deque[tuple[float, HttpSessionStream, str]] = deque()
@@ -327,6 +330,8 @@ class StreamableHttpApp(AsgiApp):
             standalone = session.standalone
             if standalone.conn is not None:
                 standalone.detach(standalone.conn)  # its queued events still go out
+        for session in list(self.listening):
+            self.end_session(session, "server draining")  # listen streams are never answered
         with trio.move_on_after(timeout):
             await self.wait_responses_done()
 
@@ -336,7 +341,10 @@ class StreamableHttpApp(AsgiApp):
         if self._pumps == 0:
             await trio.lowlevel.checkpoint()
             return
-        await self._pumps_done.wait()
+        while self._pumps:
+            if self._pumps_done.is_set():  # set when an earlier count reached 0
+                self._pumps_done = trio.Event()
+            await self._pumps_done.wait()
 
     def statistics(self) -> HttpServerStatistics:
         return HttpServerStatistics(
