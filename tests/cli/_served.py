@@ -28,12 +28,33 @@ MODERN = "2026-07-28"
 TIMEOUT = 60.0
 
 
+class Log:
+    """The lines a process wrote on stderr, as they come."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._changed = trio.Event()
+
+    def add(self, lines: list[str]) -> None:
+        self.lines.extend(lines)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, text: str) -> str:
+        """The first line containing ``text``, once there is one."""
+        while True:
+            for line in self.lines:
+                if text in line:
+                    return line
+            await self._changed.wait()
+
+
 @attrs.define
 class Served:
     process: trio.Process
     url: str
     lines: list[str]
-    log: list[str]
+    log: Log
 
     @property
     def worker_pids(self) -> list[int]:
@@ -59,7 +80,7 @@ async def served(*args: str, env: Mapping[str, str] | None = None, app: str = AP
         cwd=ROOT,
         env={**os.environ, **(env or {})},
     )
-    log: list[str] = []
+    log = Log()
     try:
         async with trio.open_nursery() as nursery:
             ready = trio.Event()
@@ -67,9 +88,10 @@ async def served(*args: str, env: Mapping[str, str] | None = None, app: str = AP
             nursery.start_soon(_drain_stderr, process, log, wanted, ready)
             with trio.fail_after(TIMEOUT):
                 await ready.wait()
-            lines = [line for line in log if line.startswith("serving")][:1]
-            lines += log[log.index(lines[0]) + 1 : log.index(lines[0]) + wanted] if lines else []
-            assert lines and len(lines) == wanted, log
+            seen = log.lines
+            lines = [line for line in seen if line.startswith("serving")][:1]
+            lines += seen[seen.index(lines[0]) + 1 : seen.index(lines[0]) + wanted] if lines else []
+            assert lines and len(lines) == wanted, seen
             yield Served(process, lines[0].rsplit(" ", 1)[-1], lines, log)
             nursery.cancel_scope.cancel()
     finally:
@@ -77,15 +99,15 @@ async def served(*args: str, env: Mapping[str, str] | None = None, app: str = AP
             await stop(process)
 
 
-async def _drain_stderr(process: trio.Process, log: list[str], wanted: int, ready: trio.Event) -> None:
+async def _drain_stderr(process: trio.Process, log: Log, wanted: int, ready: trio.Event) -> None:
     assert process.stderr is not None
     buffer = b""
     async for chunk in process.stderr:
         buffer += chunk
         *done, buffer = buffer.split(b"\n")
-        log.extend(line.decode(errors="replace") for line in done)
-        serving = [i for i, line in enumerate(log) if line.startswith("serving")]
-        if serving and len(log) - serving[0] >= wanted:
+        log.add([line.decode(errors="replace") for line in done])
+        serving = [i for i, line in enumerate(log.lines) if line.startswith("serving")]
+        if serving and len(log.lines) - serving[0] >= wanted:
             ready.set()
     ready.set()  # the process ended: the caller finds out
 

@@ -10,6 +10,9 @@ several processes): every answer tells which process gave it.
   process is frozen), then reads the FIFO ``release`` until the test closes it.
 * ``hold()`` / ``release()``: a call that stays in flight (after one
   progress notification) until ``release`` is called in the same process.
+
+With ``SCALE_APP_FAIL_IF=PATH`` in the environment, importing it fails once
+``PATH`` exists.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ import os
 import trio
 
 from trio_mcp.server import Context, MCPServer
+
+#: A file whose existence makes this module fail to import (a worker that cannot start).
+FAIL_IF = os.environ.get("SCALE_APP_FAIL_IF")
+if FAIL_IF and os.path.exists(FAIL_IF):
+    raise RuntimeError(f"told to fail: {FAIL_IF} exists")
 
 app = MCPServer("scale-test")
 _released = trio.Event()

@@ -115,15 +115,32 @@ async def test_sigterm_or_sigint_to_the_parent_stops_every_worker(signum: int) -
     assert not any(alive(pid) for pid in workers)
 
 
-async def test_a_worker_that_dies_stops_the_command() -> None:
+async def test_a_worker_that_dies_is_replaced() -> None:
     with trio.fail_after(TIMEOUT * 2):
         async with served("--workers", "2", "--stateless") as server:
             workers = server.worker_pids
             os.kill(workers[0], signal.SIGKILL)
+            line = await server.log.wait_for(f"in place of {workers[0]}")
+            replacement = int(line.split("worker process ")[1].split()[0])
+            assert replacement not in workers and alive(replacement)
+            assert text(await call_modern(server.url, "pid")).isdigit()
+            server.process.send_signal(signal.SIGTERM)
+            assert await server.process.wait() == 0
+            await wait_gone([*workers, replacement])
+
+
+async def test_a_worker_that_cannot_start_again_stops_the_command(tmp_path: Path) -> None:
+    marker = tmp_path / "fail"
+    with trio.fail_after(TIMEOUT * 2):
+        async with served("--workers", "2", "--stateless", env={"SCALE_APP_FAIL_IF": str(marker)}) as server:
+            workers = server.worker_pids
+            marker.write_text("")  # from now on, the app does not import
+            os.kill(workers[1], signal.SIGKILL)
             status = await server.process.wait()
             await wait_gone(workers)
+            await server.log.wait_for("could not start")
     assert status == 1
-    assert any(f"worker process {workers[0]} exited" in line for line in server.log)
+    assert not any(alive(pid) for pid in workers)
 
 
 async def test_request_state_keys_from_the_command_line_and_the_environment() -> None:

@@ -18,8 +18,11 @@ a worker gets its app and how long it lives:
   ``SIGTERM``. ``SIGTERM``/``SIGINT`` to the parent are passed on as
   ``SIGTERM`` (each worker drains, within its bound; a worker still alive
   after it is killed), ``SIGHUP`` is passed on (a gateway reloads its file).
-  A worker that exits by itself stops the others and the command (status 1):
-  the service manager restarts the whole.
+* The workers are supervised (:mod:`trio_mcp.supervision`, one-for-one): one
+  that exits by itself is started again, in its place; more than
+  :data:`RESTARTS` restarts within :data:`RESTART_WINDOW` seconds, or a
+  worker that cannot start, stop the command (status 1), the service
+  manager restarting the whole.
 * Workers ignore ``SIGINT`` (a terminal's Ctrl-C reaches the whole process
   group): the parent decides.
 
@@ -35,6 +38,7 @@ parent hands every worker the keys given (``--request-state-key``,
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import secrets
@@ -48,16 +52,21 @@ from typing import Any
 import attrs
 import trio
 
+from ..supervision import ChildSpec, StartFailure, Supervisor, SupervisorEscalation, current_child
 from ._gateway_cmd import EXIT_ON, Signals, run_until_signal
 from ._serve import ServeOptions, usage_error
 
-__all__ = ["START_TIMEOUT", "run_workers", "worker_main"]
+__all__ = ["RESTARTS", "RESTART_WINDOW", "START_TIMEOUT", "WorkerExited", "run_workers", "worker_main"]
 
 #: Seconds every worker has to load its app and start serving (a gateway's
 #: servers included) before the command gives up.
 START_TIMEOUT = 60.0
 #: Seconds a worker has to exit once killed.
 KILL_WAIT = 5.0
+#: Restarts of exited workers allowed within :data:`RESTART_WINDOW` seconds;
+#: one more stops the command (status 1).
+RESTARTS = 5
+RESTART_WINDOW = 60.0
 #: Lines each worker reports when it serves (the URL, the Host names, the health routes).
 _READY_LINES = 3
 
@@ -112,13 +121,26 @@ class _Worker:
     lines: list[str] = attrs.Factory(list)
 
 
+class WorkerExited(Exception):
+    """A worker process ended by itself (its supervisor restarts it)."""
+
+    def __init__(self, pid: int, status: int) -> None:
+        super().__init__(f"worker process {pid} exited with status {status}")
+        self.pid = pid
+        self.status = status
+
+
 class _Parent:
-    """The parent process: starts the workers, passes signals on, stops them."""
+    """The parent process: supervises the workers (one-for-one: one that
+    exits is started again, up to :data:`RESTARTS` times within
+    :data:`RESTART_WINDOW` seconds, then the command stops), passes signals
+    on, and stops them."""
 
     def __init__(self, options: ServeOptions, spec: dict[str, Any]) -> None:
         self.options = options
         self.spec = spec
-        self.workers: list[_Worker] = []
+        #: The current worker of each slot (the last one started).
+        self.workers: dict[int, _Worker] = {}
         self.status = 0
         self.stopping = False
 
@@ -129,14 +151,28 @@ class _Parent:
 
         return self.options.drain_timeout + HttpServerSettings().store_timeout + 2.0 + 5.0
 
+    def supervisor(self) -> Supervisor:
+        children = [
+            ChildSpec(
+                id=index,
+                start=functools.partial(self._worker, index),
+                shutdown_grace=self.stop_bound,
+                start_timeout=START_TIMEOUT,
+                start_retries=0,  # a worker that cannot start will not start on a retry either
+            )
+            for index in range(self.options.workers)
+        ]
+        return Supervisor(children, max_restarts=RESTARTS, max_seconds=RESTART_WINDOW)
+
     async def run(self) -> int:
         wanted = [signal.SIGTERM, signal.SIGINT]
         if hasattr(signal, "SIGHUP"):
             wanted.append(signal.SIGHUP)
+        supervisor = self.supervisor()
         with trio.open_signal_receiver(*wanted) as signals:
             try:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._start_all, nursery)
+                    nursery.start_soon(self._supervise, supervisor, nursery)
                     async for signum in signals:
                         if signum not in EXIT_ON:
                             self._signal_all(signum)
@@ -146,34 +182,31 @@ class _Parent:
                                 self._kill_all()  # a second Ctrl-C: now
                             continue
                         self.status = EXIT_ON[signum]
-                        nursery.start_soon(self._stop_all, nursery)
+                        self.stopping = True
+                        self._signal_all(signal.SIGTERM)  # every worker drains at once
+                        nursery.start_soon(supervisor.aclose)
             finally:
                 with trio.CancelScope(shield=True):
                     await self._reap()
         return self.status
 
-    async def _start_all(self, nursery: trio.Nursery) -> None:
-        for index in range(self.options.workers):
-            worker = await self._spawn(index)
-            self.workers.append(worker)
-            nursery.start_soon(self._watch, worker, nursery)
+    async def _supervise(self, supervisor: Supervisor, nursery: trio.Nursery) -> None:
         try:
-            with trio.fail_after(START_TIMEOUT):
-                for worker in self.workers:
-                    await self._read_ready(worker)
-        except (trio.TooSlowError, EOFError) as exc:
-            reason = "did not start in time" if isinstance(exc, trio.TooSlowError) else "exited"
-            _say(f"trio-mcp: a worker process {reason}; stopping")
-            self.status = 1
-            await self._stop_all(nursery)
-            return
-        first = self.workers[0].lines
-        for line in first:
+            await supervisor.run(task_status=_Announce(self))
+        except SupervisorEscalation as exc:
+            if not self.stopping:  # else a worker stopped before it was ready: as asked
+                _say(f"trio-mcp: stopping: {_why(exc)}")
+                self.status = 1
+        nursery.cancel_scope.cancel()
+
+    def announce(self) -> None:
+        """Every worker serves: the start-up lines (the first worker's, then ours)."""
+        for line in self.workers[0].lines:
             _say(line)
         _say(self._workers_line())
 
     def _workers_line(self) -> str:
-        pids = ", ".join(str(worker.process.pid) for worker in self.workers)
+        pids = ", ".join(str(worker.process.pid) for worker in self.workers.values())
         line = f"{len(self.workers)} worker processes (pids {pids}) serve this port; "
         if self.options.redis_url is not None:
             return line + "sessions are shared through Redis"
@@ -181,6 +214,32 @@ class _Parent:
             "no sessions (--stateless): the 2026-07-28 era and handshake-era requests without "
             "sessions are served, GET and DELETE refused; sessions across processes need --redis URL"
         )
+
+    async def _worker(self, index: int, *, task_status: trio.TaskStatus[int]) -> None:
+        """One worker process, as a supervised child: started, ready, then
+        waited for; stopped with SIGTERM within its grace, then SIGKILL."""
+        replaced = self.workers.get(index)
+        worker = await self._spawn(index)
+        self.workers[index] = worker
+        process = worker.process
+        try:
+            await self._read_ready(worker)
+            if replaced is not None:
+                _say(f"trio-mcp: worker process {process.pid} serves in place of {replaced.process.pid}")
+            task_status.started(process.pid)
+            status = await process.wait()
+            if self.stopping:
+                await trio.sleep_forever()  # the supervisor is stopping us: no restart
+            _say(f"trio-mcp: worker process {process.pid} exited with status {status}")
+            raise WorkerExited(process.pid, status)
+        finally:
+            with current_child().cleanup_scope():
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+            await _close(worker)
 
     async def _spawn(self, index: int) -> _Worker:
         ready_r, ready_w = os.pipe()
@@ -207,50 +266,53 @@ class _Parent:
         while buffer.count(b"\n") < _READY_LINES:
             chunk = await worker.ready.receive_some(4096)
             if not chunk:
-                raise EOFError
+                raise WorkerExited(worker.process.pid, await worker.process.wait())
             buffer += chunk
         worker.lines = buffer.decode(errors="replace").splitlines()[:_READY_LINES]
 
-    async def _watch(self, worker: _Worker, nursery: trio.Nursery) -> None:
-        status = await worker.process.wait()
-        if not self.stopping:
-            _say(f"trio-mcp: worker process {worker.process.pid} exited with status {status}; stopping")
-            self.status = 1
-            await self._stop_all(nursery)
-
     def _signal_all(self, signum: int) -> None:
-        for worker in self.workers:
+        for worker in self.workers.values():
             if worker.process.returncode is None:
                 worker.process.send_signal(signum)
 
     def _kill_all(self) -> None:
-        for worker in self.workers:
+        for worker in self.workers.values():
             if worker.process.returncode is None:
                 worker.process.kill()
-
-    async def _stop_all(self, nursery: trio.Nursery) -> None:
-        """SIGTERM to every worker, wait for them within the bound, kill the rest."""
-        if self.stopping:
-            return
-        self.stopping = True
-        self._signal_all(signal.SIGTERM)
-        with trio.move_on_after(self.stop_bound):
-            for worker in self.workers:
-                await worker.process.wait()
-        nursery.cancel_scope.cancel()
 
     async def _reap(self) -> None:
         """On the way out, whatever happened: no worker is left running."""
         self._kill_all()
         with trio.move_on_after(KILL_WAIT):
-            for worker in self.workers:
+            for worker in self.workers.values():
                 await worker.process.wait()
-        for worker in self.workers:
-            with trio.move_on_after(1.0):
-                await worker.ready.aclose()
-            if worker.process.stdin is not None:
-                with trio.move_on_after(1.0):
-                    await worker.process.stdin.aclose()
+        for worker in self.workers.values():
+            await _close(worker)
+
+
+class _Announce:
+    """The supervisor's ``task_status``: all its children started."""
+
+    def __init__(self, parent: _Parent) -> None:
+        self.parent = parent
+
+    def started(self, value: None = None) -> None:
+        self.parent.announce()
+
+
+async def _close(worker: _Worker) -> None:
+    """Close the parent's ends of a worker's pipes (bounded)."""
+    with trio.move_on_after(1.0):
+        await worker.ready.aclose()
+        if worker.process.stdin is not None:
+            await worker.process.stdin.aclose()
+
+
+def _why(exc: SupervisorEscalation) -> str:
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, StartFailure):
+        return f"a worker process could not start ({reason.__cause__ or reason})"
+    return f"the worker processes exited more than {RESTARTS} times within {RESTART_WINDOW:g} s"
 
 
 def _say(line: str) -> None:
