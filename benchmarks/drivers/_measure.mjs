@@ -2,8 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
-/** CPU time (utime + stime, in clock ticks) a process has used so far. */
+/** CPU time (utime + stime, in clock ticks) a process (or several: their sum) has used so far. */
 export function cpuTicks(pid) {
+  if (Array.isArray(pid)) return pid.reduce((sum, one) => sum + cpuTicks(one), 0);
   const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of proc(5)
@@ -17,13 +18,13 @@ function percentile(sorted, q) {
 const round1 = (x) => Math.round(x * 10) / 10;
 
 /**
- * `concurrency` callers run `call()` back-to-back for `warmup + seconds`; the
+ * `concurrency` callers run `call()` (or each its own `caller()`) back-to-back for `warmup + seconds`; the
  * calls that complete inside the measured window count (the window is
  * extended until one has, if none did in time). The window starts and
  * ends on timers, where the server's CPU time (`pid`'s /proc stat, `clockTicks`
  * a second) and the driver's own are sampled. Returns the row's figures.
  */
-export async function measure({ call, concurrency, warmup, seconds, pid, clockTicks }) {
+export async function measure({ call, caller: makeCall, concurrency, warmup, seconds, pid, clockTicks }) {
   const latencies = [];
   let measuring = false;
   let stopped = false;
@@ -57,9 +58,10 @@ export async function measure({ call, concurrency, warmup, seconds, pid, clockTi
     (warmup + seconds) * 1e3,
   );
   async function caller() {
+    const callOnce = makeCall ? makeCall() : call; // makeCall: each caller's own call function
     while (!stopped) {
       const begin = performance.now();
-      await call();
+      await callOnce();
       if (measuring) {
         latencies.push(performance.now() - begin);
         if (extended) endWindow();

@@ -16,7 +16,10 @@
 //   connections    the pool's keep-alive connections (64)
 //   warmup, seconds   per row
 //   prime          extra warm-up of the first row (the server's and the driver's code is cold)
-//   serverPid, clockTicks   for the server's CPU time (/proc/<pid>/stat utime+stime)
+//   serverPid, clockTicks   for the server's CPU time (/proc/<pid>/stat utime+stime; a list
+//                  of pids: their sum, e.g. a parent and its worker processes)
+//   sessions       handshake era: this many sessions (default 1), caller i using session
+//                  i mod sessions (with several server processes, sessions spread over them)
 // Every row first checks one answer whole (the echoed text), then runs its callers
 // back-to-back for warmup + seconds; the calls that complete inside the measured
 // window count. Prints one JSON line per row on stdout:
@@ -129,7 +132,8 @@ async function callShape(era) {
   return { headers, params };
 }
 
-async function runRow(era, shape, concurrency, warmup) {
+async function runRow(era, shapes, concurrency, warmup) {
+  const shape = shapes[0];
   const tail = `,"method":"tools/call","params":${JSON.stringify(shape.params)}}`;
   let nextId = 1;
   const body = () => `{"jsonrpc":"2.0","id":${nextId++}${tail}`;
@@ -142,13 +146,17 @@ async function runRow(era, shape, concurrency, warmup) {
     throw new Error(`${era} tools/call: unexpected answer ${check.text}`);
   }
 
-  async function call() {
-    const { status, text } = await post(shape.headers, body());
-    if (status !== 200 || !text.includes('"result"')) throw new Error(`${era} tools/call: HTTP ${status} ${text}`);
+  let nextCaller = 0;
+  function caller() {
+    const headers = shapes[nextCaller++ % shapes.length].headers;
+    return async function call() {
+      const { status, text } = await post(headers, body());
+      if (status !== 200 || !text.includes('"result"')) throw new Error(`${era} tools/call: HTTP ${status} ${text}`);
+    };
   }
 
   const row = await measure({
-    call,
+    caller,
     concurrency,
     warmup,
     seconds: opts.seconds,
@@ -165,9 +173,11 @@ async function runRow(era, shape, concurrency, warmup) {
 try {
   let prime = opts.prime;
   for (const era of opts.eras) {
-    const shape = await callShape(era);
+    const count = era === MODERN ? 1 : opts.sessions || 1;
+    const shapes = [];
+    for (let i = 0; i < count; i++) shapes.push(await callShape(era));
     for (const concurrency of opts.concurrencies) {
-      const row = await runRow(era, shape, concurrency, opts.warmup + prime);
+      const row = await runRow(era, shapes, concurrency, opts.warmup + prime);
       prime = 0;
       process.stdout.write(`${JSON.stringify(row)}\n`);
     }

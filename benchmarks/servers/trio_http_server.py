@@ -11,7 +11,8 @@ One tool, ``async def echo(text: str) -> str`` with ``structured_output=False``
 ``None``). Prints ``url <url>`` on stdout once it listens, then serves until
 SIGINT/SIGTERM or until its stdin closes (so it never outlives the benchmark
 that started it). ``--profile FILE`` runs it under cProfile and writes the
-stats to FILE on the way out.
+stats to FILE on the way out. The module's ``app`` is the same server, for
+``trio-mcp run benchmarks/servers/trio_http_server.py -t http`` (``bench_workers_http.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,23 @@ import argparse
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+
+from trio_mcp.server import MCPServer
+
+
+def make_app() -> MCPServer:
+    app = MCPServer("bench-echo", "1.0")
+
+    @app.tool(structured_output=False)
+    async def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+    return app
+
+
+#: For ``trio-mcp run benchmarks/servers/trio_http_server.py -t http`` (``bench_workers_http.py``).
+app = make_app()
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -52,15 +70,9 @@ def main(argv: list[str]) -> int:
 
     import trio
 
-    from trio_mcp.server import MCPServer
     from trio_mcp.serving.http import HttpServer
 
-    app = MCPServer("bench-echo", "1.0")
-
-    @app.tool(structured_output=False)
-    async def echo(text: str) -> str:
-        """Echo the text back."""
-        return text
+    app = make_app()
 
     async def stdin_closed() -> None:
         # Returns at EOF (or an error) on stdin: the benchmark went away.

@@ -238,3 +238,31 @@ async def test_run_stops_gracefully_on_sigterm(tmp_path: Path, processes: set[in
             with trio.move_on_after(10):
                 await server.wait()
         await server.stderr.aclose()
+
+
+async def test_gateway_workers_each_run_the_fleet_and_sigterm_stops_every_process(
+    tmp_path: Path, processes: set[int]
+) -> None:
+    """``--workers 2``: each worker process runs its own gateway, so its own
+    stdio servers; SIGTERM to the parent stops them all, status 0."""
+    from tests.cli._served import call_modern, text
+
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"a": probe("a")}}))
+    with trio.fail_after(TIMEOUT * 2):
+        async with gateway_process(path, processes, "--no-watch", "--workers", "2", "--stateless") as (
+            gateway,
+            url,
+        ):
+            workers = children(gateway.pid)
+            processes.update(workers)
+            assert len(workers) == 2
+            servers = {pid for worker in workers for pid in children(worker)}
+            processes.update(servers)
+            assert len(servers) == 2  # one fleet per worker
+            answer = await call_modern(url, "a__pid")
+            assert int(text(answer)) in servers
+            gateway.send_signal(signal.SIGTERM)
+            with trio.fail_after(TIMEOUT):
+                assert await gateway.wait() == 0
+        assert await wait_gone(processes) == set()

@@ -30,7 +30,7 @@ from trio_mcp.protocol import (
     McpError,
     ServerCapabilities,
 )
-from trio_mcp.server import MCPServer
+from trio_mcp.server import MCPServer, RequestStateKeys
 
 from .conftest import (
     MODERN,
@@ -695,6 +695,74 @@ async def test_a_request_state_of_another_server_is_invalid_params(wires, mode: 
                 -32602,
                 unchecked=False,
             )
+
+
+KEY_OLD = "old-request-state-key-0123456789abcdef"
+KEY_NEW = "new-request-state-key-0123456789abcdef"
+
+
+async def _issue_then_retry(wires, mode: str, issuer: Any, retrier: Any) -> Any:
+    """``ask_llm``'s question from ``issuer``, its answer retried on
+    ``retrier`` (two apps: two processes behind one endpoint)."""
+    async with (
+        open_raw_client(issuer, wires, mode=mode) as one,
+        open_raw_client(retrier, wires, mode=mode) as other,
+    ):
+        first = await one.call("tools/call", call("ask_llm", {"question": "q"}, caps=SAMPLING))
+        (key,) = first["inputRequests"]
+        retry = call(
+            "ask_llm",
+            {"question": "q"},
+            caps=SAMPLING,
+            inputResponses={key: sampling_answer("shared")},
+            requestState=first["requestState"],
+        )
+        try:
+            return await other.call("tools/call", retry)
+        except McpError as error:
+            return error
+
+
+async def test_a_request_state_is_accepted_by_another_server_with_the_same_keys(wires, mode: str) -> None:
+    with trio.fail_after(TIMEOUT):
+        result = await _issue_then_retry(
+            wires, mode, demo_app(request_state_keys=[KEY_OLD]), demo_app(request_state_keys=[KEY_OLD])
+        )
+    assert text_of(result) == "llm said: shared"
+
+
+async def test_rotation_the_new_key_signs_and_the_old_one_is_still_accepted(wires, mode: str) -> None:
+    with trio.fail_after(TIMEOUT):
+        # Signed by a server that has only the old key, retried on one that rotated.
+        before = await _issue_then_retry(
+            wires,
+            mode,
+            demo_app(request_state_keys=[KEY_OLD]),
+            demo_app(request_state_keys=[KEY_NEW, KEY_OLD]),
+        )
+        assert text_of(before) == "llm said: shared"
+        # Signed after the rotation: with the new key, which an old-key-only server refuses.
+        rotated = demo_app(request_state_keys=[KEY_NEW, KEY_OLD])
+        refused = await _issue_then_retry(wires, mode, rotated, demo_app(request_state_keys=[KEY_OLD]))
+        assert isinstance(refused, McpError) and refused.code == -32602
+        accepted = await _issue_then_retry(wires, mode, rotated, demo_app(request_state_keys=[KEY_NEW]))
+        assert text_of(accepted) == "llm said: shared"
+        # Once the old key is dropped, what it signed is refused.
+        dropped = await _issue_then_retry(
+            wires, mode, demo_app(request_state_keys=[KEY_OLD]), demo_app(request_state_keys=[KEY_NEW])
+        )
+    assert isinstance(dropped, McpError) and dropped.code == -32602
+    assert "requestState" in dropped.message and "keys" in dropped.message
+
+
+def test_request_state_keys_are_checked() -> None:
+    with pytest.raises(ValueError, match="at least 32"):
+        MCPServer("x", request_state_keys=["short"])
+    with pytest.raises(ValueError, match="at least one key"):
+        MCPServer("x", request_state_keys=[])
+    keys = RequestStateKeys([KEY_NEW, KEY_OLD.encode(), KEY_NEW])
+    assert keys.keys == (KEY_NEW.encode(), KEY_OLD.encode())  # the signing key first, no duplicates
+    assert KEY_NEW not in repr(keys)
 
 
 async def test_a_malformed_input_response_is_invalid_params_for_a_prompt(wires, mode: str) -> None:

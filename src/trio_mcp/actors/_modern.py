@@ -13,8 +13,11 @@ operation must).
 several questions gets all of them on the last retry, and a fingerprint of
 each question asked: an answer is only used for the question it was given to
 (a handler that asks something else on a retry is asked again). It is opaque
-to the client and authenticated with an HMAC keyed by a per-process secret, so
-a client cannot forge earlier answers through it.
+to the client and authenticated with an HMAC (:class:`RequestStateKeys`: a
+random per-process key unless the app is given keys), so a client cannot forge
+earlier answers through it. Several processes serving one app (behind a load
+balancer, or ``trio-mcp run --workers N``) must share the keys: a retry may
+land on another process than the one that issued its state.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import secrets
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import msgspec
@@ -37,10 +42,19 @@ from ..protocol import (
     has_capability,
 )
 
-__all__ = ["InputNeeded", "ModernRequest", "ProtocolFailure", "RequestStateError", "required_capabilities"]
+__all__ = [
+    "InputNeeded",
+    "ModernRequest",
+    "ProtocolFailure",
+    "RequestStateError",
+    "RequestStateKeys",
+    "required_capabilities",
+]
 
 T = TypeVar("T")
 _MAC_BYTES = 16
+#: The shortest key accepted (bytes of its UTF-8 text): 32 hex digits, 128 bits.
+MIN_KEY_BYTES = 32
 
 
 class InputNeeded(BaseException):
@@ -66,6 +80,61 @@ class RequestStateError(ValueError):
     """A ``requestState`` that this server did not issue, or that was altered."""
 
 
+class RequestStateKeys:
+    """The HMAC keys of ``requestState``: the first signs, every one is
+    accepted (rotation: list the new key first and keep the old one until
+    the states it signed have been retried, then drop it).
+
+    Keys are text (their UTF-8 bytes are the key) or bytes, at least
+    :data:`MIN_KEY_BYTES` long, e.g. ``openssl rand -base64 32``. Processes
+    that serve one app behind a load balancer must be given the same keys.
+    """
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: Iterable[str | bytes]) -> None:
+        found = tuple(key.encode() if isinstance(key, str) else bytes(key) for key in keys)
+        if not found:
+            raise ValueError("RequestStateKeys needs at least one key")
+        for index, key in enumerate(found):
+            if len(key) < MIN_KEY_BYTES:
+                raise ValueError(
+                    f"requestState key #{index + 1} is {len(key)} bytes long; a key needs at least "
+                    f"{MIN_KEY_BYTES} (e.g. the output of 'openssl rand -base64 32')"
+                )
+        self._keys = tuple(dict.fromkeys(found))
+
+    @classmethod
+    def random(cls) -> RequestStateKeys:
+        """One random key (what a process uses when given none)."""
+        return cls([secrets.token_bytes(32)])
+
+    @classmethod
+    def of(cls, keys: RequestStateKeys | Iterable[str | bytes]) -> RequestStateKeys:
+        return keys if isinstance(keys, RequestStateKeys) else cls(keys)
+
+    def __repr__(self) -> str:
+        return f"<RequestStateKeys: {len(self._keys)} key(s)>"
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def keys(self) -> tuple[bytes, ...]:
+        """The keys, the signing one first."""
+        return self._keys
+
+    def sign(self, payload: bytes) -> bytes:
+        return hmac.new(self._keys[0], payload, hashlib.sha256).digest()[:_MAC_BYTES]
+
+    def verify(self, mac: bytes, payload: bytes) -> bool:
+        """Whether any of the keys signed ``payload`` with ``mac``."""
+        return any(
+            hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest()[:_MAC_BYTES])
+            for key in self._keys
+        )
+
+
 def required_capabilities(path: str) -> dict[str, Any]:
     """``"elicitation.url"`` → ``{"elicitation": {"url": {}}}`` (a ClientCapabilities object)."""
     node: dict[str, Any] = {}
@@ -80,20 +149,22 @@ def _fingerprint(question: Any) -> str:
     return hashlib.sha256(msgspec.json.encode(question)).hexdigest()[:16]
 
 
-def _encode_state(state: dict[str, Any], secret: bytes) -> str:
+def _encode_state(state: dict[str, Any], keys: RequestStateKeys) -> str:
     payload = msgspec.json.encode(state)
-    mac = hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]
-    return base64.urlsafe_b64encode(mac + payload).decode().rstrip("=")
+    return base64.urlsafe_b64encode(keys.sign(payload) + payload).decode().rstrip("=")
 
 
-def _decode_state(state: str, secret: bytes) -> dict[str, Any]:
+def _decode_state(state: str, keys: RequestStateKeys) -> dict[str, Any]:
     try:
         blob = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4))
     except (ValueError, TypeError):
         raise RequestStateError("requestState is not one this server issued") from None
     mac, payload = blob[:_MAC_BYTES], blob[_MAC_BYTES:]
-    if not hmac.compare_digest(mac, hmac.new(secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]):
-        raise RequestStateError("requestState is not one this server issued (or it was altered)")
+    if not keys.verify(mac, payload):
+        raise RequestStateError(
+            "requestState is not one this server issued (it was altered, or signed with a key "
+            "this server does not have: servers behind one endpoint need the same requestState keys)"
+        )
     try:
         data = msgspec.json.decode(payload)
     except msgspec.DecodeError:
@@ -110,9 +181,9 @@ class ModernRequest:
     __slots__ = (
         "_asked",
         "_input",
+        "_keys",
         "_questions",
         "_responses",
-        "_secret",
         "_state",
         "capabilities",
         "client_info",
@@ -128,7 +199,7 @@ class ModernRequest:
         log_level: str | None,
         input_responses: Any,
         request_state: Any,
-        secret: bytes,
+        keys: RequestStateKeys,
         client_info: Implementation | None = None,
         own_state: bool = False,
     ) -> None:
@@ -136,7 +207,7 @@ class ModernRequest:
         self.capabilities = capabilities
         self.client_info = client_info
         self.log_level = log_level
-        self._secret = secret
+        self._keys = keys
         self._asked = 0
         self._state = None if request_state is UNSET else request_state
         self._input = None if input_responses is UNSET else input_responses
@@ -156,7 +227,7 @@ class ModernRequest:
         responses: dict[str, Any] = {}
         if self._state is not None:
             try:
-                state = _decode_state(self._state, self._secret)
+                state = _decode_state(self._state, self._keys)
             except RequestStateError as exc:
                 raise ProtocolFailure(InvalidParams(str(exc))) from None
             answers, asked = state.get("responses"), state.get("questions")
@@ -194,4 +265,4 @@ class ModernRequest:
         # not ask the same thing again on this retry): ask this one.
         responses.pop(key, None)
         state = {"responses": responses, "questions": {**self._questions, key: fingerprint}}
-        raise InputNeeded({key: request}, _encode_state(state, self._secret))
+        raise InputNeeded({key: request}, _encode_state(state, self._keys))

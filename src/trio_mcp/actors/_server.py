@@ -77,7 +77,7 @@ from ..transports._base import REQUEST_HEADERS
 from ._actor import ExitReason
 from ._instrument import instrument
 from ._middleware import ServerMiddleware, run_chain
-from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError
+from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError, RequestStateKeys
 from ._peer import InboundRequest, Peer, PeerLimits
 
 if TYPE_CHECKING:
@@ -332,7 +332,7 @@ class ServerSession:
                 own_state=handler.own_request_state,
                 input_responses=getattr(params, "input_responses", UNSET),
                 request_state=getattr(params, "request_state", UNSET),
-                secret=self._state_secret(),
+                keys=self._state_keys(),
             )
         except RequestStateError as exc:
             raise InvalidParams(str(exc)) from None
@@ -354,15 +354,17 @@ class ServerSession:
                     raise leaf.error from None
             raise
 
-    def _state_secret(self) -> bytes:
-        secret = getattr(self.app, "request_state_secret", None)
-        if secret is None:
-            secret = secrets.token_bytes(32)
+    def _state_keys(self) -> RequestStateKeys:
+        """The app's ``requestState`` keys; a random one for this process
+        when it was given none (kept on the app, so every session agrees)."""
+        keys = getattr(self.app, "request_state_keys", None)
+        if keys is None:
+            keys = RequestStateKeys.random()
             try:
-                self.app.request_state_secret = secret  # type: ignore[attr-defined]
+                self.app.request_state_keys = keys  # type: ignore[attr-defined]
             except AttributeError:
                 pass
-        return secret
+        return keys
 
     def _discover(self) -> DiscoverResult:
         instructions = self.app.instructions

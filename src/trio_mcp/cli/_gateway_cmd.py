@@ -7,9 +7,11 @@ a file, or show a running gateway's servers.
 
 The served gateway reloads its file when it changes (checked every
 ``--watch`` seconds, 1 by default) and on ``SIGHUP``. ``SIGTERM`` and
-``SIGINT`` stop it gracefully: every stdio server gets its stdin closed, then
-SIGTERM, then SIGKILL, each step bounded; the exit status is 0 after SIGTERM
-and 130 after SIGINT.
+``SIGINT`` stop it gracefully: over HTTP it drains first (see ``trio-mcp run``),
+then every stdio server gets its stdin closed, then SIGTERM, then SIGKILL,
+each step bounded; the exit status is 0 after SIGTERM and 130 after SIGINT.
+With ``-t http --workers N``, N worker processes serve one port, each
+running its own gateway (and so its own stdio servers): see ``._workers``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ import json
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-__all__ = ["add_gateway_parser", "run_gateway_command", "run_until_signal"]
+if TYPE_CHECKING:
+    from ._serve import ServeOptions
+
+__all__ = ["Signals", "add_gateway_parser", "run_gateway_command", "run_until_signal"]
 
 #: Exit statuses after a graceful stop on each signal.
 EXIT_ON: dict[int, int] = {signal.SIGTERM: 0, signal.SIGINT: 130}
@@ -99,48 +104,90 @@ def run_gateway_command(args: argparse.Namespace) -> int:
     if args.check:
         print(config.describe() or "(no servers)")
         return 0
-    return run_until_signal(lambda on_hup: _serve(args, config, inputs, on_hup))
+    from ._serve import ServeOptions
+
+    options = ServeOptions.from_args(args)
+    if options.workers > 1:
+        from ._workers import run_workers
+
+        return run_workers(args, options)
+    return run_until_signal(lambda signals: _serve(args, config, inputs, signals, options))
 
 
-#: ``on_hup(handler)``: have ``handler()`` run at each SIGHUP.
-OnHup = Callable[[Callable[[], None]], None]
+class Signals:
+    """What a command's main registers for the signals :func:`run_until_signal`
+    receives: handlers for ``SIGHUP``, and graceful stops for the first
+    ``SIGTERM``/``SIGINT`` (without any, the signal cancels main at once)."""
+
+    def __init__(self) -> None:
+        self.hup: list[Callable[[], None]] = []
+        self.stop: list[Callable[[], float]] = []
+
+    def on_hup(self, handler: Callable[[], None]) -> None:
+        """Have ``handler()`` run at each SIGHUP."""
+        self.hup.append(handler)
+
+    def on_stop(self, handler: Callable[[], float]) -> None:
+        """Have ``handler()`` start a graceful stop at the first SIGTERM or
+        SIGINT; it returns at once, with the seconds the stop may take (main
+        is cancelled after them, or at a second SIGINT)."""
+        self.stop.append(handler)
 
 
-def run_until_signal(main: Callable[[OnHup], Awaitable[None]]) -> int:
-    """``trio.run(main)`` until it returns or SIGTERM/SIGINT arrives; a signal
-    cancels ``main`` (so every server it started stops gracefully) and gives
-    the status of :data:`EXIT_ON`. ``main`` gets an :data:`OnHup` to register
-    its SIGHUP handlers with."""
-    return trio.run(_until_signal, main)
+def run_until_signal(
+    main: Callable[[Signals], Awaitable[None]], stop_on: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)
+) -> int:
+    """``trio.run(main)`` until it returns or one of ``stop_on`` arrives; the
+    signal starts the graceful stops main registered (else cancels main, so
+    every server it started stops gracefully) and gives the status of
+    :data:`EXIT_ON`. A repeated SIGTERM changes nothing (a process manager
+    may signal every process of a group, and a parent its workers too); a
+    second SIGINT cancels main at once."""
+    return trio.run(_until_signal, main, stop_on)
 
 
-async def _until_signal(main: Callable[[OnHup], Awaitable[None]]) -> int:
-    hup: list[Callable[[], None]] = []
-    wanted = [signal.SIGTERM, signal.SIGINT]
+async def _until_signal(main: Callable[[Signals], Awaitable[None]], stop_on: tuple[int, ...]) -> int:
+    hooks = Signals()
+    wanted = list(stop_on)
     if hasattr(signal, "SIGHUP"):
         wanted.append(signal.SIGHUP)
     status = 0
+    stopping = False
     with trio.open_signal_receiver(*wanted) as signals:
         async with trio.open_nursery() as nursery:
 
             async def run_main() -> None:
-                await main(hup.append)
+                await main(hooks)
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(run_main)
             async for signum in signals:
                 if signum in EXIT_ON:
+                    if stopping and signum == signal.SIGTERM:
+                        continue
                     status = EXIT_ON[signum]
-                    nursery.cancel_scope.cancel()
-                    break
-                for handler in hup:
+                    if stopping or not hooks.stop:
+                        nursery.cancel_scope.cancel()
+                        break
+                    stopping = True
+                    bound = max(handler() for handler in hooks.stop)
+                    nursery.cancel_scope.deadline = trio.current_time() + bound
+                    continue
+                for handler in hooks.hup:
                     handler()
     return status
 
 
-async def _serve(args: argparse.Namespace, config: Any, inputs: dict[str, str], on_hup: OnHup) -> None:
+async def _serve(
+    args: argparse.Namespace,
+    config: Any,
+    inputs: dict[str, str],
+    signals: Signals,
+    options: ServeOptions,
+    out: Any = None,
+) -> None:
     from ..gateway import load_config, open_gateway
-    from ._serve import ServeOptions, gateway_readiness, serve
+    from ._serve import gateway_readiness, serve
 
     path = args.config
 
@@ -153,11 +200,12 @@ async def _serve(args: argparse.Namespace, config: Any, inputs: dict[str, str], 
             print(f"trio-mcp: gateway: could not start (retrying with backoff): {names}", file=sys.stderr)
         fleet = gateway.fleet
         assert fleet is not None  # open_gateway sets it
-        on_hup(fleet.request_reload)
+        signals.on_hup(fleet.request_reload)
         async with trio.open_nursery() as nursery:
             # SIGHUP asks the watcher for a reload; --no-watch only makes it wait longer.
             nursery.start_soon(fleet.watch, 1e9 if args.no_watch else args.watch)
-            await serve(gateway, ServeOptions.from_args(args), readiness=gateway_readiness(gateway))
+            readiness = gateway_readiness(gateway)
+            await serve(gateway, options, readiness=readiness, out=out, signals=signals)
             nursery.cancel_scope.cancel()
 
 

@@ -3,6 +3,7 @@
     trio-mcp demo
     trio-mcp run FILE.py[:OBJ] -t stdio|http|sse|ws [--host 127.0.0.1] [--port 8000] [--path /mcp]
         [--allowed-host NAME]... [--allowed-origin ORIGIN]... [--json-response] [--stateless]
+        [--workers N] [--request-state-key KEY]... [--drain-timeout SECONDS]
     trio-mcp list|tools|resources|templates|prompts TARGET [--json]
     trio-mcp call TARGET TOOL key=value ... [--json]       (and read, prompt, complete, set-level, ping:
                                                           see ._client; connection options: ._connect)
@@ -82,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     words, command = _split(raw)
     from ._client import CLIENT_VERBS, parse_client_verb, run_client_verb
 
-    if words[:1] == ["demo-server"]:
+    if words[:1] == ["serve-worker"]:  # internal: a process of 'run/gateway --workers N'
+        args = argparse.Namespace(command="serve-worker")
+    elif words[:1] == ["demo-server"]:
         args = _demo_server_parser().parse_args(words[1:])
         args.command = "demo-server"
     elif words[:1] and words[0] in CLIENT_VERBS:
@@ -95,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     from ..protocol import McpError
 
     try:
+        if args.command == "serve-worker":
+            from ._workers import worker_main
+
+            return worker_main()
         if args.command == "demo":
             from ._demo import run_demo, run_fleet
 
@@ -115,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
             from ._serve import ServeOptions, serve
             from ._targets import load_app
 
+            options = ServeOptions.from_args(args)
+            if options.workers > 1:
+                from ._workers import run_workers
+
+                return run_workers(args, options)
             app = load_app(args.app)
-            return run_until_signal(lambda _hup: serve(app, ServeOptions.from_args(args)))
+            return run_until_signal(lambda signals: serve(app, options, signals=signals))
         if args.command == "gateway":
             from ._gateway_cmd import run_gateway_command
 

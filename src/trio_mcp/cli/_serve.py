@@ -14,21 +14,30 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 
 from ._auth_options import AuthOptions, auth_options
 
-__all__ = ["ServeOptions", "gateway_readiness", "serve", "serving_options"]
+__all__ = ["KEYS_ENV", "ServeOptions", "gateway_readiness", "serve", "serving_options", "usage_error"]
 
 TRANSPORTS = ("stdio", "http", "sse", "ws")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: Addresses that bind every interface (as ``transports.http._security.WILDCARD_BINDS``,
 #: which is not imported here: the parser is built for every command).
 _WILDCARD = ("0.0.0.0", "::")
+#: The environment variable of the ``requestState`` keys (comma-separated, the first signs).
+KEYS_ENV = "TRIO_MCP_REQUEST_STATE_KEYS"
+
+
+def usage_error(message: str) -> NoReturn:
+    """A command line that cannot be served: the message, exit status 2."""
+    print(f"trio-mcp: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
 
 
 def serving_options(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +69,29 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
     )
     auth_options(parser)
 
+    http.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="http: N processes serving the port (without --redis, only stateless serving: add --stateless)",
+    )
+    http.add_argument(
+        "--request-state-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help=f"http: a key of the 2026-07-28 requestState (repeatable, the first signs; or {KEYS_ENV}, "
+        "comma-separated): processes serving one endpoint need the same keys",
+    )
+    http.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="http: on SIGTERM, how long the calls under way may take to end (default 10)",
+    )
+
 
 @attrs.frozen(kw_only=True)
 class ServeOptions:
@@ -76,8 +108,31 @@ class ServeOptions:
     # -- authorization (http): the server as an OAuth 2.1 resource server
     auth: AuthOptions | None = None
 
+    #: Processes serving the port (``--workers``; http).
+    workers: int = 1
+    #: The ``requestState`` keys, the signing one first (none: a random key per process).
+    request_state_keys: tuple[str, ...] = attrs.field(default=(), repr=False)
+    #: Sessions shared through Redis (None: each process keeps its own).
+    redis_url: str | None = None
+    #: Seconds the calls under way may take to end once SIGTERM arrives (http).
+    drain_timeout: float = 10.0
+    #: Serve this already bound socket (a worker process) instead of host:port.
+    listen_fd: int | None = None
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
+        keys = tuple(args.request_state_key) or _keys_from_env()
+        if keys:
+            from ..server import RequestStateKeys
+
+            try:
+                RequestStateKeys(keys)
+            except ValueError as exc:
+                usage_error(str(exc))
+        if args.workers < 1:
+            usage_error(f"--workers takes a number of processes, at least 1, not {args.workers}")
+        if not args.drain_timeout >= 0:
+            usage_error(f"--drain-timeout takes seconds, at least 0, not {args.drain_timeout}")
         return cls(
             transport=args.transport,
             host=args.host,
@@ -88,6 +143,9 @@ class ServeOptions:
             json_response=args.json_response,
             stateless=args.stateless,
             auth=AuthOptions.from_args(args),
+            workers=args.workers,
+            request_state_keys=keys,
+            drain_timeout=args.drain_timeout,
         )
 
     def host_names(self) -> tuple[str, ...]:
@@ -115,15 +173,25 @@ class ServeOptions:
         return {"allowed_hosts": self.host_names(), "allowed_origins": self.origins()}
 
 
-async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: Any = None) -> None:
+def _keys_from_env() -> tuple[str, ...]:
+    return tuple(key.strip() for key in os.environ.get(KEYS_ENV, "").split(",") if key.strip())
+
+
+async def serve(
+    app: Any, options: ServeOptions, *, readiness: Any = None, out: Any = None, signals: Any = None
+) -> None:
     """Serve ``app`` until cancelled (stdio: until stdin closes). ``readiness``
-    adds to the ``/readyz`` report of an HTTP server."""
+    adds to the ``/readyz`` report of an HTTP server; ``signals`` (a
+    :class:`~._gateway_cmd.Signals`) gets the HTTP server's drain as its
+    graceful stop."""
     import trio
 
     from .._util import collapse_groups
     from ._targets import TargetError
 
     out = out or sys.stderr
+    if options.request_state_keys:
+        app.set_request_state_keys(options.request_state_keys)
     transport = options.transport
     if transport == "stdio":
         from ..transports.stdio import stdio_server_stream
@@ -152,8 +220,12 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
                     json_response=True if options.json_response else None,
                     stateless=options.stateless,
                     auth=auth,
+                    drain_timeout=options.drain_timeout,
+                    fd=options.listen_fd,
                     **security,
                 )
+                if signals is not None:
+                    signals.on_stop(server.drain)
             elif transport == "sse":
                 from ..transports.sse import SseServer
 

@@ -1,6 +1,7 @@
 """Server authoring: :class:`MCPServer` (decorators) and :class:`LowLevelServer`."""
 
 from ..actors._middleware import ServerMiddleware
+from ..actors._modern import RequestStateKeys
 from ..actors._server import Context, ServerSession
 from ._app import MCPServer
 from ._content import Audio, Image
@@ -14,5 +15,6 @@ __all__ = [
     "MCPServer",
     "ServerMiddleware",
     "ServerSession",
+    "RequestStateKeys",
     "paginate",
 ]

@@ -16,7 +16,7 @@ the live sessions, and a lifespan. Full control, no decorators' magic.
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from .._util import collapse_groups
 from ..actors import PeerLimits
 from ..actors._instrument import Instrumentation
 from ..actors._middleware import ServerMiddleware
+from ..actors._modern import RequestStateKeys
 from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
 from ..actors._tasks import HANDSHAKE_TASKS_CAPABILITY, TaskRuntime
 from ..protocol import (
@@ -72,6 +73,7 @@ class LowLevelServer:
         extensions: dict[str, dict[str, Any]] | None = None,
         middleware: Sequence[ServerMiddleware] = (),
         instrumentation: Sequence[Instrumentation] | None = None,
+        request_state_keys: RequestStateKeys | Iterable[str | bytes] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -109,6 +111,14 @@ class LowLevelServer:
         self.tasks: TaskRuntime | None = None
         #: OAuth scopes a request of the method needs (see :meth:`scopes_for`).
         self.method_scopes: dict[str, frozenset[str]] = {}
+
+        #: The HMAC keys of the 2026-07-28 era's ``requestState`` (the first
+        #: signs, all are accepted); None: a random key for this process,
+        #: made at the first use. Processes serving this app behind one
+        #: endpoint need the same keys (see :meth:`set_request_state_keys`).
+        self.request_state_keys: RequestStateKeys | None = None
+        if request_state_keys is not None:
+            self.set_request_state_keys(request_state_keys)
         if tasks:
             self.enable_tasks(tasks if isinstance(tasks, TaskRuntime) else TaskRuntime())
 
@@ -119,6 +129,14 @@ class LowLevelServer:
         runtime.install(self)
         self.extensions[TASKS_EXTENSION_ID] = runtime.extension_settings()
         return runtime
+
+    def set_request_state_keys(self, keys: RequestStateKeys | Iterable[str | bytes]) -> RequestStateKeys:
+        """Sign ``requestState`` with the first of ``keys`` and accept any of
+        them (rotation: put the new key first, drop the old one once the
+        states it signed are no longer retried). Text keys count by their
+        UTF-8 bytes; each must be at least 32 bytes long (``ValueError``)."""
+        self.request_state_keys = RequestStateKeys.of(keys)
+        return self.request_state_keys
 
     # ------------------------------------------------------------ handlers
 

@@ -91,7 +91,15 @@ not allowed. :class:`HttpServer` binds 127.0.0.1 by default.
 
 Shutdown: closing the app (``aclose`` / cancelling ``run``) ends every
 session and every SSE stream at once; :meth:`HttpServer.stop` then stops
-the listener within ``graceful_timeout``.
+the listener within ``graceful_timeout``. Draining first
+(:meth:`StreamableHttpApp.drain`, :meth:`HttpServer.drain`, SIGTERM to
+``trio-mcp run``) lets the work under way finish: the registry is told
+(:meth:`SessionRegistry.drain`), new work (``initialize``, a sessionless
+request, a new GET stream) gets ``503`` with ``Retry-After`` and
+``/readyz`` answers ``503``, the GET streams' connections end (clients
+reconnect, through a load balancer to another node) and so do the
+``subscriptions/listen`` streams (clients listen again), and requests in
+sessions are still served while the responses in flight end, within a bound.
 """
 
 from __future__ import annotations
@@ -194,6 +202,10 @@ class StreamableHttpApp(AsgiApp):
         self._nursery: trio.Nursery | None = None
         self._running = False
         self._closed = False
+        self._draining = False
+        self._drained = False
+        #: The sessions of open ``subscriptions/listen`` streams (a drain ends them).
+        self.listening: set[HttpSessionStream] = set()
         self._stop = trio.Event()
         self._lifespan_ready = trio.Event()
         self._retained: deque[tuple[float, HttpSessionStream, str]] = deque()
@@ -243,6 +255,25 @@ class StreamableHttpApp(AsgiApp):
         """Whether the app hosts sessions now (started, not stopping)."""
         return self._nursery is not None and not self._closed
 
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`drain` was called: no new work is taken."""
+        return self._draining
+
+    def check_taking_work(self) -> None:
+        """``503`` unless the app takes new work (sessions, sessionless
+        requests, GET streams): not running, or draining (then with
+        ``Retry-After``: another node, or this one restarted, will)."""
+        if self._draining:
+            retry = str(max(1, round(self.settings.retry_interval)))
+            raise HttpError(
+                503,
+                "Service Unavailable: this server is shutting down; retry (on another node)",
+                headers=[(b"retry-after", retry.encode())],
+            )
+        if not self.running:
+            raise HttpError(503, "Server is not running")
+
     # ------------------------------------------------------------ lifecycle
 
     async def run(
@@ -289,12 +320,43 @@ class StreamableHttpApp(AsgiApp):
         self._stop.set()
         await trio.lowlevel.checkpoint()
 
+    def start_draining(self) -> None:
+        """Refuse new work from now on (``503``; :meth:`drain` does the rest)."""
+        self._draining = True
+
+    async def drain(self, timeout: float) -> None:
+        """Stop taking new work and let the work under way end (see the
+        module): the registry's :meth:`~SessionRegistry.drain` (bounded by
+        ``store_timeout``), the GET streams' connections ended, then a wait
+        of at most ``timeout`` seconds for the responses in flight. The app
+        keeps running (call :meth:`aclose` after)."""
+        if self._drained:
+            return
+        self._drained = self._draining = True
+        try:
+            with trio.move_on_after(self.settings.store_timeout):
+                await self.registry.drain()
+        except Exception:
+            log.exception("the session registry failed to drain")
+        for session in self.registry.local():
+            standalone = session.standalone
+            if standalone.conn is not None:
+                standalone.detach(standalone.conn)  # its queued events still go out
+        for session in list(self.listening):
+            self.end_session(session, "server draining")  # listen streams are never answered
+        with trio.move_on_after(timeout):
+            await self.wait_responses_done()
+
     async def wait_responses_done(self) -> None:
-        """After :meth:`aclose`: wait until every streaming response has ended."""
+        """After :meth:`aclose` or :meth:`drain`: wait until every response
+        in flight has ended."""
         if self._pumps == 0:
             await trio.lowlevel.checkpoint()
             return
-        await self._pumps_done.wait()
+        while self._pumps:
+            if self._pumps_done.is_set():  # set when an earlier count reached 0
+                self._pumps_done = trio.Event()
+            await self._pumps_done.wait()
 
     def statistics(self) -> HttpServerStatistics:
         return HttpServerStatistics(
@@ -321,7 +383,7 @@ class StreamableHttpApp(AsgiApp):
 
     def response_ended(self) -> None:
         self._pumps -= 1
-        if self._pumps == 0 and self._closed:
+        if self._pumps == 0 and (self._closed or self._draining):
             self._pumps_done.set()
 
     def end_session(self, session: HttpSessionStream, reason: str) -> None:
@@ -379,6 +441,7 @@ class StreamableHttpApp(AsgiApp):
     async def make_room(self) -> None:
         """Before a new session: at ``max_sessions``, end the idlest one
         (:meth:`SessionRegistry.idlest`); ``503`` when every one is busy."""
+        self.check_taking_work()
         if self.registry.count() < self.settings.max_sessions:
             return
         victim = await self.registry.idlest()
@@ -389,9 +452,9 @@ class StreamableHttpApp(AsgiApp):
 
     async def start_session(self, session_id: str | None) -> HttpSessionStream:
         """Start a session (``None``: one that serves a single stateless request)."""
+        self.check_taking_work()
         nursery = self._nursery
-        if nursery is None or self._closed:
-            raise HttpError(503, "Server is not running")
+        assert nursery is not None
         session = HttpSessionStream(self, session_id)
         try:
             if session_id is not None:

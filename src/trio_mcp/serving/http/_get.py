@@ -78,6 +78,7 @@ async def handle_get(app: StreamableHttpApp, receive: Receive, send: Send, heade
                 await pump(app, session, None, conn, initial, receive, send, sse_now=True, forget=stream_id)
                 return
     if stream is None:
+        app.check_taking_work()  # a new GET stream; a resumption is still served while draining
         current = session.standalone
         if current.conn is not None:
             raise HttpError(409, "Conflict: the session's GET stream is already open")

@@ -1,7 +1,7 @@
 """Health endpoints: ``GET /healthz`` (the process is alive) and
 ``GET /readyz`` (it takes sessions), both JSON.
 
-Readiness is the app's own (running, not stopping, below ``max_sessions``)
+Readiness is the app's own (running, not draining nor stopping, below ``max_sessions``)
 and, when given, a readiness callback's: a callable (sync or async) returning
 a JSON-able mapping whose ``"ready"`` key (default true) says whether the
 server is ready; the rest of the mapping is reported as it is (a gateway
@@ -51,7 +51,9 @@ async def answer_ready(app: StreamableHttpApp, scope: Scope, send: Send) -> None
     settings = app.settings
     sessions = app.registry.count()
     report: dict[str, Any] = {"ready": True, "sessions": sessions, "maxSessions": settings.max_sessions}
-    if not app.running:
+    if app.draining:
+        report.update(ready=False, reason="draining")
+    elif not app.running:
         report.update(ready=False, reason="not running")
     elif not settings.stateless and sessions >= settings.max_sessions:
         report.update(ready=False, reason="at max_sessions")

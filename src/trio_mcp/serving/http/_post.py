@@ -105,6 +105,8 @@ async def handle_post(
         session = await app.start_session(None)
         session.store = None  # nothing to resume without a session
         ephemeral = True
+        if request.method == "subscriptions/listen":
+            app.listening.add(session)  # ended by a drain: the client listens again elsewhere
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
             # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
             problem = await app.stateless.param_problem(session.server_session, scope, headers, request)
@@ -126,6 +128,7 @@ async def handle_post(
         )
     finally:
         if ephemeral:
+            app.listening.discard(session)
             app.end_session(session, "stateless request done")
 
 

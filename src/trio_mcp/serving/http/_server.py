@@ -38,6 +38,11 @@ class HttpServer:
     machine's host names (:func:`wildcard_hosts`): pass ``allowed_hosts``
     (``"*"`` for any) to answer other names, such as a DNS name or the one a
     proxy forwards.
+
+    ``fd``: serve the listening socket with this file descriptor (bound by
+    a parent process that shares it with several worker processes) instead
+    of binding ``host:port``. :meth:`drain` stops gracefully: the work under
+    way gets ``drain_timeout`` seconds to end (see :meth:`StreamableHttpApp.drain`).
     """
 
     def __init__(
@@ -54,6 +59,8 @@ class HttpServer:
         readiness: Readiness | None = None,
         auth: ResourceServer | None = None,
         graceful_timeout: float = 2.0,
+        drain_timeout: float = 10.0,
+        fd: int | None = None,
         **options: Any,
     ) -> None:
         if auth is not None and auth.resource is None and host in WILDCARD_BINDS:
@@ -61,6 +68,9 @@ class HttpServer:
                 "bound to every interface, the server cannot tell its public URL: "
                 "give the ResourceServer its resource URI"
             )
+
+        if not drain_timeout >= 0:
+            raise ValueError(f"drain_timeout must be >= 0, not {drain_timeout!r}")
         if settings is None:
             if "allowed_hosts" not in options:
                 if host in WILDCARD_BINDS:
@@ -85,7 +95,10 @@ class HttpServer:
         self.host = host
         self.port = port
         self.graceful_timeout = graceful_timeout
+        self.drain_timeout = drain_timeout
+        self.fd = fd
         self.info: HttpServerInfo | None = None
+        self._draining = False
         self._stop = trio.Event()
         self._listener_stop = trio.Event()
 
@@ -103,13 +116,23 @@ class HttpServer:
         """Ask ``run`` to end (graceful; returns at once)."""
         self._stop.set()
 
+    def drain(self) -> float:
+        """Ask ``run`` to drain, then end (returns at once): no new work is
+        taken, the GET streams' connections end, the responses in flight
+        get ``drain_timeout`` seconds (see :meth:`StreamableHttpApp.drain`).
+        Returns the bound, in seconds, within which ``run`` then ends."""
+        self._draining = True
+        self.asgi.start_draining()
+        self._stop.set()
+        return self.asgi.settings.store_timeout + self.drain_timeout + self.graceful_timeout + 2.0
+
     async def run(self, *, task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED) -> None:
         from hypercorn.config import Config
         from hypercorn.trio import serve
 
         config = Config()
         host = self.host
-        config.bind = [f"{host_in_url(host)}:{self.port}"]
+        config.bind = [f"{host_in_url(host)}:{self.port}" if self.fd is None else f"fd://{self.fd}"]
         config.graceful_timeout = self.graceful_timeout
         config.accesslog = None
         config.errorlog = logging.getLogger("trio_mcp.http.hypercorn")
@@ -122,6 +145,8 @@ class HttpServer:
                 self.asgi.auth.bind(self.info.url)
             task_status.started(self.info)
             await self._stop.wait()
+            if self._draining:
+                await self.asgi.drain(self.drain_timeout)
             # End every session and SSE response first, then stop hypercorn,
             # which closes its (now idle) connections; all within a bound.
             nursery.cancel_scope.deadline = trio.current_time() + self.graceful_timeout + 1.0

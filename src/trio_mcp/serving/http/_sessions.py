@@ -11,6 +11,13 @@ queues the work and does it in the background).
 A session itself (its server-session actor and its streams) always lives
 in the process that created it; a registry records where it is.
 
+Drain: when the server is asked to stop gracefully (SIGTERM), it calls
+:meth:`SessionRegistry.drain` first, then stops taking sessions and ends
+its SSE connections; a registry shared with other nodes releases there at
+once what it holds for them (a liveness lease, say), so that they take
+over now rather than when it expires. The memory registry has nothing to
+release.
+
 Expiry: nobody tells a server that a client has gone, so the registry is
 also where sessions are found to end (:class:`ExpiryPolicy`): one whose
 client never followed its ``initialize`` up within ``handshake_timeout``,
@@ -105,6 +112,11 @@ class SessionRegistry(Protocol):
         (evictable, idlest first: see :func:`idleness`), or None (all busy:
         the new one is refused)."""
 
+    async def drain(self) -> None:
+        """The server is draining (it takes no new session and will stop):
+        release at once what other nodes wait for. Bounded by the server
+        (``store_timeout``); an error is logged, and the drain goes on."""
+
 
 class MemorySessionRegistry:
     """The sessions of one process, in a dict (the default registry)."""
@@ -149,3 +161,6 @@ class MemorySessionRegistry:
         await trio.lowlevel.checkpoint()
         candidates = [session for session in self._sessions.values() if evictable(session)]
         return min(candidates, key=idleness, default=None)
+
+    async def drain(self) -> None:
+        await trio.lowlevel.checkpoint()  # nothing shared to release

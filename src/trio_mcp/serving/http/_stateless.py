@@ -382,8 +382,7 @@ class StatelessPath:
         no channels per request. The handler's notifications go on this
         request's SSE stream (``auto`` mode switches to SSE for the first one);
         the client going away cancels the handler."""
-        if not self.app.running:
-            raise HttpError(503, "Server is not running")
+        self.app.check_taking_work()
         server = self.server()
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
             # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
@@ -410,8 +409,7 @@ class StatelessPath:
         2025-03-26 without it) as negotiated, with a client that declared no
         capabilities. Notifications and responses are accepted (``202``) and
         dropped: there is no session for them."""
-        if not self.app.running:
-            raise HttpError(503, "Server is not running")
+        self.app.check_taking_work()
         if type(frame) is list:
             raise HttpError(
                 400, "Invalid Request: this server is stateless and takes no batches", code=-32600
