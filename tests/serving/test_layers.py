@@ -9,7 +9,7 @@ import trio_mcp
 
 PACKAGE = Path(trio_mcp.__file__).parent
 #: The layers under serving/ (serving sits above them; gateway and cli above it).
-BELOW = ("protocol", "transports", "auth", "supervision", "actors", "server")
+BELOW = ("protocol", "transports", "auth", "supervision", "actors", "server", "observability")
 ABOVE = ("gateway", "cli")
 
 

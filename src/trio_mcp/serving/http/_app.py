@@ -119,6 +119,7 @@ from ._cors import is_preflight, preflight_headers, with_cors
 from ._eventstore import EventStore, MemoryEventStore
 from ._get import handle_delete, handle_get
 from ._health import Readiness, answer_health, answer_ready
+from ._metrics import Metrics, install_metrics
 from ._post import handle_post
 from ._session import HttpSessionStream
 from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
@@ -149,6 +150,12 @@ class StreamableHttpApp(AsgiApp):
     (``"/path"`` exactly, or every path under ``"/prefix/"``), also added
     with :meth:`mount`. Every route passes the same ``Host`` and ``Origin``
     checks as the MCP endpoint.
+
+    ``metrics``: ``True`` (a fresh :class:`~trio_mcp.observability.Metrics`)
+    or a ``Metrics`` of your own: the app's requests are counted and
+    ``GET /metrics`` (``settings.metrics_path``) answers them in the
+    Prometheus text format, with the sessions, SSE streams, queues and
+    refusals of this server (see :mod:`._metrics`). Off by default.
     """
 
     def __init__(
@@ -160,6 +167,7 @@ class StreamableHttpApp(AsgiApp):
         registry: SessionRegistry | None = None,
         routes: Mapping[str, AsgiCallable] | None = None,
         readiness: Readiness | None = None,
+        metrics: Metrics | bool = False,
         **options: Any,
     ) -> None:
         if settings is None:
@@ -195,6 +203,9 @@ class StreamableHttpApp(AsgiApp):
         self._created = 0
         self._expired = 0
         self._evicted = 0
+        self._refused = 0
+        #: POSTs refused with 503 (their session's inbound queue stayed full).
+        self.posts_refused = 0
         #: When unused sessions end (see :class:`SessionRegistry`).
         self.expiry = ExpiryPolicy(settings.session_idle_timeout, settings.handshake_timeout)
         self._sse_connections = 0
@@ -208,6 +219,10 @@ class StreamableHttpApp(AsgiApp):
         self._prefixes: list[tuple[str, AsgiCallable]] = []
         for path, route in (routes or {}).items():
             self.mount(path, route)
+        #: Prometheus metrics (None: off), served at ``settings.metrics_path``.
+        self.metrics: Metrics | None = None
+        if metrics:
+            self.metrics = install_metrics(self, Metrics() if metrics is True else metrics)
 
     def mount(self, path: str, app: AsgiCallable) -> None:
         """Serve the ASGI app ``app`` at ``path`` (exactly), or at every path
@@ -292,6 +307,8 @@ class StreamableHttpApp(AsgiApp):
             sessions_created=self._created,
             sessions_expired=self._expired,
             sessions_evicted=self._evicted,
+            sessions_refused=self._refused,
+            posts_refused=self.posts_refused,
         )
 
     async def terminate_session(self, session_id: str) -> bool:
@@ -371,6 +388,7 @@ class StreamableHttpApp(AsgiApp):
             return
         victim = await self.registry.idlest()
         if victim is None:
+            self._refused += 1
             raise HttpError(503, "Too many sessions")
         self._evicted += 1
         self.end_session(victim, "evicted for a new session at max_sessions")
@@ -399,23 +417,32 @@ class StreamableHttpApp(AsgiApp):
                     scope.cancel()
                 name = f"http:{(session.id or 'stateless')[:8]}"
                 if self._shared is not None:
-                    app = self._shared
-                    await ServerSession(app, session, limits=app.limits, name=name).run(
-                        task_status=task_status
-                    )
+                    await self._serve_session(self._shared, session, name, task_status)
                 else:
                     assert self._factory is not None
                     app = self._factory()
                     async with app.running():
-                        await ServerSession(app, session, limits=app.limits, name=name).run(
-                            task_status=task_status
-                        )
+                        await self._serve_session(app, session, name, task_status)
         finally:
             self.end_session(session, "session finished")
             stored, session.stored_streams = list(session.stored_streams), set()
             if stored:
                 with trio.CancelScope(shield=True):
                     await self._forget(stored)
+
+    async def _serve_session(
+        self, app: Any, session: HttpSessionStream, name: str, task_status: trio.TaskStatus[Any]
+    ) -> None:
+        server = ServerSession(app, session, limits=app.limits, name=name)
+        metrics = self.metrics
+        if metrics is None:
+            await server.run(task_status=task_status)
+            return
+        metrics.track(server)
+        try:
+            await server.run(task_status=task_status)
+        finally:
+            metrics.untrack(server)
 
     # ----------------------------------------------------------------- ASGI
 

@@ -15,6 +15,7 @@ from ._app import AsgiCallable, StreamableHttpApp
 from ._config import DEFAULT_STORE, HttpServerInfo, HttpServerSettings, HttpServerStatistics
 from ._eventstore import EventStore
 from ._health import Readiness
+from ._metrics import Metrics
 from ._sessions import SessionRegistry
 
 __all__ = ["HttpServer"]
@@ -28,8 +29,8 @@ class HttpServer:
     cancelling ``run``) ends every session and stream, then the listener.
 
     Options are :class:`HttpServerSettings` fields (or ``settings=``);
-    ``routes``, ``readiness``, ``registry`` and ``event_store`` are those of
-    :class:`StreamableHttpApp`. Without ``allowed_hosts``, the server answers
+    ``routes``, ``readiness``, ``registry``, ``event_store`` and ``metrics``
+    are those of :class:`StreamableHttpApp`. Without ``allowed_hosts``, the server answers
     the loopback names; binding a specific address adds that address; a
     wildcard bind (``0.0.0.0``, ``::``) adds any IP address and this
     machine's host names (:func:`wildcard_hosts`): pass ``allowed_hosts``
@@ -49,6 +50,7 @@ class HttpServer:
         registry: SessionRegistry | None = None,
         routes: Mapping[str, AsgiCallable] | None = None,
         readiness: Readiness | None = None,
+        metrics: Metrics | bool = False,
         graceful_timeout: float = 2.0,
         **options: Any,
     ) -> None:
@@ -71,6 +73,7 @@ class HttpServer:
             registry=registry,
             routes=routes,
             readiness=readiness,
+            metrics=metrics,
         )
         self.host = host
         self.port = port
