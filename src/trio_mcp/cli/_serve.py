@@ -56,6 +56,12 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="http: serve handshake-era requests without sessions (GET and DELETE refused)",
     )
+    http.add_argument(
+        "--no-metrics",
+        dest="metrics",
+        action="store_false",
+        help="http: no Prometheus metrics (by default GET /metrics answers them)",
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -70,6 +76,8 @@ class ServeOptions:
     allowed_origins: tuple[str, ...] = ()
     json_response: bool = False
     stateless: bool = False
+    #: http: count requests and answer ``GET /metrics`` (``--no-metrics``: off).
+    metrics: bool = True
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -82,6 +90,7 @@ class ServeOptions:
             allowed_origins=tuple(args.allowed_origin),
             json_response=args.json_response,
             stateless=args.stateless,
+            metrics=args.metrics,
         )
 
     def host_names(self) -> tuple[str, ...]:
@@ -142,6 +151,7 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
                     readiness=readiness,
                     json_response=True if options.json_response else None,
                     stateless=options.stateless,
+                    metrics=options.metrics,
                     **security,
                 )
             elif transport == "sse":
@@ -157,8 +167,9 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
             print(_security_line(options), file=out, flush=True)
             if transport == "http":
                 health = server.asgi.settings
+                metrics = f", metrics: GET {health.metrics_path}" if options.metrics else ""
                 print(
-                    f"health: GET {health.health_path}, readiness: GET {health.ready_path}",
+                    f"health: GET {health.health_path}, readiness: GET {health.ready_path}{metrics}",
                     file=out,
                     flush=True,
                 )
