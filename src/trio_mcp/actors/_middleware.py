@@ -63,6 +63,8 @@ ClientMiddleware = Callable[[ClientCall, Next], Awaitable[Any]]
 async def run_chain(chain: Sequence[Callable[[Any, Next], Awaitable[Any]]], subject: Any, last: Next) -> Any:
     """Run ``chain`` around ``last``: ``chain[0](subject, next)`` first, the
     last middleware's ``call_next`` running ``last()``."""
+    if len(chain) == 1:  # the common case (one middleware, e.g. metrics): no step frames
+        return await chain[0](subject, last)
 
     async def step(index: int) -> Any:
         if index == len(chain):

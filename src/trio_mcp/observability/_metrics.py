@@ -28,9 +28,10 @@ importing this module.
 
 from __future__ import annotations
 
-import bisect
-import time
+import itertools
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
@@ -136,8 +137,9 @@ def _tool_name(params: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-class _Latency:
-    """The counts of one latency series: one per bucket, the sum, the count."""
+class _Series:
+    """The requests of one (method, tool, outcome): their count, and their
+    latencies as counts per bucket and a sum."""
 
     __slots__ = ("buckets", "count", "total")
 
@@ -170,11 +172,11 @@ class Metrics:
         self.settings = settings
         self._bounds = list(settings.buckets)
         self._prefix = f"{settings.namespace}_"
-        #: Requests by (method, outcome).
-        self._requests: dict[tuple[str, str], int] = {}
-        #: Latency by (method, tool); tool is "" for other methods.
-        self._latency: dict[tuple[str, str], _Latency] = {}
+        #: Requests by (method, tool, outcome); tool is "" for methods other
+        #: than tools/call. Summed by (method, outcome) and (method, tool) when scraped.
+        self._series: dict[tuple[str, str, str], _Series] = {}
         self._tools: set[str] = set()
+        self._max_tools = settings.max_tool_labels
         self.in_flight = 0
         self._sessions: set[ServerSession] = set()
         self._retired_overloaded = 0
@@ -192,7 +194,7 @@ class Metrics:
             method = OTHER
         self.in_flight += 1
         outcome = "error"
-        start = time.perf_counter()
+        start = perf_counter()
         try:
             result = await call_next()
             outcome = "tool_error" if getattr(result, "is_error", None) is True else "ok"
@@ -202,25 +204,24 @@ class Metrics:
                 outcome = "cancelled"
             raise
         finally:
-            elapsed = time.perf_counter() - start
+            elapsed = perf_counter() - start
             self.in_flight -= 1
-            key = (method, outcome)
-            requests = self._requests
-            requests[key] = requests.get(key, 0) + 1
             tool = ""
             if method == "tools/call":
                 tool = OTHER
                 if outcome == "ok" or outcome == "tool_error":
                     name = _tool_name(request.params)
-                    if name is not None and (
-                        name in self._tools or len(self._tools) < self.settings.max_tool_labels
-                    ):
-                        self._tools.add(name)
-                        tool = name
-            series = self._latency.get((method, tool))
+                    if name is not None:
+                        if name in self._tools:
+                            tool = name
+                        elif len(self._tools) < self._max_tools:
+                            self._tools.add(name)
+                            tool = name
+            key = (method, tool, outcome)
+            series = self._series.get(key)
             if series is None:
-                series = self._latency[method, tool] = _Latency(len(self._bounds) + 1)
-            series.buckets[bisect.bisect_left(self._bounds, elapsed)] += 1
+                series = self._series[key] = _Series(len(self._bounds) + 1)
+            series.buckets[bisect_left(self._bounds, elapsed)] += 1
             series.total += elapsed
             series.count += 1
 
@@ -287,8 +288,11 @@ class Metrics:
         requests = CounterMetricFamily(
             name("requests"), "MCP requests answered, by method and outcome", labels=["method", "outcome"]
         )
-        for (method, outcome), count in sorted(self._requests.items()):
-            requests.add_metric([method, outcome], count)
+        counts: dict[tuple[str, str], int] = {}
+        for (method, _, outcome), series in self._series.items():
+            counts[method, outcome] = counts.get((method, outcome), 0) + series.count
+        for labels, count in sorted(counts.items()):
+            requests.add_metric(list(labels), count)
         yield requests
         yield self._histogram()
         yield GaugeMetricFamily(name("requests_in_flight"), "MCP requests being served", value=self.in_flight)
@@ -331,14 +335,17 @@ class Metrics:
             "Time to answer an MCP request, by method and tool (tool: tools/call only)",
             labels=["method", "tool"],
         )
+        merged: dict[tuple[str, str], tuple[list[int], float]] = {}
+        for (method, tool, _), series in self._series.items():
+            counts, total = merged.get((method, tool), ([0] * len(series.buckets), 0.0))
+            merged[method, tool] = (
+                [a + b for a, b in zip(counts, series.buckets, strict=True)],
+                total + series.total,
+            )
         bounds = [*(repr(float(b)) for b in self._bounds), "+Inf"]
-        for (method, tool), series in sorted(self._latency.items()):
-            cumulative = 0
-            buckets = []
-            for bound, count in zip(bounds, series.buckets, strict=True):
-                cumulative += count
-                buckets.append((bound, cumulative))
-            family.add_metric([method, tool], buckets, series.total)
+        for labels, (counts, total) in sorted(merged.items()):
+            cumulative = list(itertools.accumulate(counts))
+            family.add_metric(list(labels), list(zip(bounds, cumulative, strict=True)), total)
         return family
 
     def _backing(self, servers: Mapping[str, BackingServer]) -> Iterator[Metric]:
