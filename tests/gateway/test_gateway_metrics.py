@@ -60,6 +60,9 @@ async def test_gateway_metrics_per_backing_server_and_a_restart(tmp_path: Path, 
                     processes.update(children(gateway.pid))
                     back = await scrape(http, metrics_url)
                 nursery.cancel_scope.cancel()
+            gateway.send_signal(signal.SIGTERM)  # a graceful stop: every backing server too
+            assert await gateway.wait() == 0
+        assert await wait_gone(processes) == set()
 
     def server(
         name: str, sample: str, scraped: dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -83,4 +86,3 @@ async def test_gateway_metrics_per_backing_server_and_a_restart(tmp_path: Path, 
     assert server("a", "call_errors_total", back) == failed
     assert server("b", "restarts_total", back) == 0
     assert server("b", "calls_total", back) == env_calls
-    assert await wait_gone({first}) == set()

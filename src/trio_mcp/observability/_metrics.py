@@ -149,6 +149,26 @@ class _Series:
         self.count = 0
 
 
+#: The families of a gateway's backing servers: (name suffix, counter?, help, value).
+_BACKING_FAMILIES: Final[tuple[tuple[str, bool, str, Callable[[BackingServer], float]], ...]] = (
+    ("up", False, "1 when the backing server is connected", lambda s: 1 if s.connected else 0),
+    ("restarts", True, "Restarts scheduled for the backing server", lambda s: s.restarts),
+    (
+        "reconnect_delay_seconds",
+        False,
+        "Delay before the backing server's pending restart (0 when connected)",
+        lambda s: 0.0 if s.connected else s.reconnect_delay,
+    ),
+    ("calls", True, "Calls forwarded to the backing server", lambda s: s.calls),
+    (
+        "call_errors",
+        True,
+        "Forwarded calls that failed: unavailable, timed out, or an error answer",
+        lambda s: s.errors,
+    ),
+)
+
+
 class Metrics:
     """Prometheus metrics of one server (see the module).
 
@@ -230,7 +250,9 @@ class Metrics:
         its middleware chain gets :meth:`middleware` first (outermost), for
         the sessions started from now on. Returns the app, or a factory that
         instruments each app it makes. A gateway app (one with
-        ``server_statistics()``) is also watched (:meth:`watch_servers`)."""
+        ``server_statistics()``) is also watched (:meth:`watch_servers`).
+        The middleware is the app's: every session of it counts here, whichever
+        server hosts it (give each served app its own :class:`Metrics`)."""
         if hasattr(app, "request_handlers"):
             chain = tuple(getattr(app, "middleware", ()))
             if self.middleware not in chain:
@@ -351,34 +373,13 @@ class Metrics:
     def _backing(self, servers: Mapping[str, BackingServer]) -> Iterator[Metric]:
         from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
 
-        name = self.name
-        labels = ["server"]
-        up = GaugeMetricFamily(
-            name("gateway_server_up"), "1 when the backing server is connected", labels=labels
-        )
-        restarts = CounterMetricFamily(
-            name("gateway_server_restarts"), "Restarts scheduled for the backing server", labels=labels
-        )
-        delay = GaugeMetricFamily(
-            name("gateway_server_reconnect_delay_seconds"),
-            "Delay before the backing server's pending restart (0 when connected)",
-            labels=labels,
-        )
-        calls = CounterMetricFamily(
-            name("gateway_server_calls"), "Calls forwarded to the backing server", labels=labels
-        )
-        errors = CounterMetricFamily(
-            name("gateway_server_call_errors"),
-            "Forwarded calls that failed: unavailable, timed out, or an error answer",
-            labels=labels,
-        )
-        for server, stats in sorted(servers.items()):
-            up.add_metric([server], 1 if stats.connected else 0)
-            restarts.add_metric([server], stats.restarts)
-            delay.add_metric([server], 0.0 if stats.connected else stats.reconnect_delay)
-            calls.add_metric([server], stats.calls)
-            errors.add_metric([server], stats.errors)
-        yield from (up, restarts, delay, calls, errors)
+        ordered = sorted(servers.items())
+        for suffix, counter, doc, read in _BACKING_FAMILIES:
+            kind = CounterMetricFamily if counter else GaugeMetricFamily
+            family = kind(self.name(f"gateway_server_{suffix}"), doc, labels=["server"])
+            for server, stats in ordered:
+                family.add_metric([server], read(stats))
+            yield family
 
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
         """The registry in the text format ``accept`` asks for (Prometheus

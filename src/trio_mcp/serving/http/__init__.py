@@ -12,7 +12,7 @@ Modules: ``_app`` (the ASGI app: routing, lifecycle), ``_post`` / ``_get``
 MessageStream and routing), ``_streams`` (its SSE streams), ``_sessions``
 (the registry), ``_eventstore``, ``_stateless`` (2026-07-28 requests),
 ``_config`` (settings), ``_cors``, ``_health`` (``/healthz``, ``/readyz``),
-``_server`` (hypercorn).
+``_metrics`` (``/metrics``, with ``metrics=``), ``_server`` (hypercorn).
 """
 
 from ._app import AsgiCallable, StreamableHttpApp
