@@ -9,6 +9,9 @@ called back-to-back by one caller over ``trio_mcp.testing.connected`` (the
 ``bytes`` pair: every message through the JSON codec, as on a wire):
 
 * ``off``: no metrics (what the Python API does unless asked);
+* ``noop``: a middleware that does nothing (``await call_next()``): what
+  the middleware machinery costs by itself (a ``Context`` per request, the
+  chain);
 * ``on``: ``Metrics().instrument(app)``, what ``trio-mcp run -t http`` does
   (the middleware adds to plain integers; the Prometheus families are built
   only when scraped);
@@ -16,7 +19,7 @@ called back-to-back by one caller over ``trio_mcp.testing.connected`` (the
   prometheus_client's own ``Counter``/``Histogram``/``Gauge`` children (label
   children looked up once and cached): why ``on`` does not.
 
-The rows run interleaved (off, on, native; then on, native, off; …) for
+The rows run interleaved (off, noop, on, native; then noop, on, native, off; …) for
 ``--rounds`` rounds of ``--calls`` calls each, after a warm-up, so load on
 the machine falls on every variant alike. Per variant: calls/s (wall clock: noisy on a
 busy machine), CPU per call (this process's user+sys time, client and server
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -48,7 +52,7 @@ from trio_mcp.observability import Metrics
 from trio_mcp.server import Context, MCPServer
 from trio_mcp.testing import connected
 
-VARIANTS = ("off", "on", "native")
+VARIANTS = ("off", "noop", "on", "native")
 
 
 def make_app(variant: str) -> MCPServer:
@@ -59,7 +63,13 @@ def make_app(variant: str) -> MCPServer:
         """Echo the text back."""
         return text
 
-    if variant == "on":
+    if variant == "noop":
+
+        @app.add_middleware
+        async def noop(ctx: Context, call_next: Any) -> Any:
+            return await call_next()
+
+    elif variant == "on":
         Metrics().instrument(app)
     elif variant == "native":
         app.add_middleware(native_middleware())
@@ -127,7 +137,7 @@ def function_calls_per_request(variant: str, calls: int) -> float:
     return float(pstats.Stats(profile).total_calls) / calls  # type: ignore[attr-defined]
 
 
-def instructions_per_call(variant: str, few: int = 200, many: int = 1200) -> float:
+def instructions_per_call(variant: str, few: int = 500, many: int = 2500) -> float:
     """CPU instructions of one call under callgrind: two runs of the same
     program with ``few`` and ``many`` calls, the difference over the extra calls
     (start-up, imports and warm-up cancel out)."""
@@ -148,6 +158,7 @@ def instructions_per_call(variant: str, few: int = 200, many: int = 1200) -> flo
             capture_output=True,
             text=True,
             check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
         )
         match = re.search(r"Collected : (\d+)", out.stderr)
         assert match is not None, out.stderr[-2000:]
@@ -171,6 +182,7 @@ def main() -> None:
     parser.add_argument("--only", choices=VARIANTS, help=argparse.SUPPRESS)  # one run, for callgrind
     args = parser.parse_args()
     if args.only:
+        gc.disable()  # no collection lands in one run and not the other
         trio.run(run_calls, make_app(args.only), args.calls)
         return
 

@@ -1,6 +1,7 @@
 """The curated public API: exactly these names, each importable and documented."""
 
 import trio_mcp
+import trio_mcp.observability
 import trio_mcp.protocol
 import trio_mcp.server
 import trio_mcp.serving
@@ -55,6 +56,7 @@ def test_top_level_exports_are_exactly_the_curated_set() -> None:
 def test_every_export_exists_and_public_classes_are_documented() -> None:
     for module in (
         trio_mcp,
+        trio_mcp.observability,
         trio_mcp.protocol,
         trio_mcp.server,
         trio_mcp.serving,
