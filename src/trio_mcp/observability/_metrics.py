@@ -254,9 +254,7 @@ class Metrics:
         The middleware is the app's: every session of it counts here, whichever
         server hosts it (give each served app its own :class:`Metrics`)."""
         if hasattr(app, "request_handlers"):
-            chain = tuple(getattr(app, "middleware", ()))
-            if self.middleware not in chain:
-                app.middleware = (self.middleware, *chain)
+            self._add_middleware(app)
             servers = getattr(app, "server_statistics", None)
             if callable(servers):
                 self.watch_servers(servers)
@@ -265,10 +263,17 @@ class Metrics:
             factory = app
 
             def instrumented() -> Any:
-                return self.instrument(factory())
+                # Each app made counts here; a per-session app is not watched as a gateway.
+                return self._add_middleware(factory())
 
             return instrumented
         raise TypeError("instrument() takes a server app or a factory returning one")
+
+    def _add_middleware(self, app: Any) -> Any:
+        chain = tuple(getattr(app, "middleware", ()))
+        if self.middleware not in chain:
+            app.middleware = (self.middleware, *chain)
+        return app
 
     # ------------------------------------------------------- scrape-time data
 

@@ -111,3 +111,25 @@ async def test_openmetrics_get_only_and_the_path_is_taken() -> None:
             async with httpx.AsyncClient(timeout=TIMEOUT) as client:
                 assert (await client.get(info.url.replace("/mcp", "/internal/metrics"))).status_code == 200
             custom.stop()
+
+
+async def test_an_app_made_per_session_is_counted_in_every_session() -> None:
+    made: list[MCPServer] = []
+
+    def factory() -> MCPServer:
+        made.append(make_app())
+        return made[-1]
+
+    async with serving(factory, metrics=True) as (server, url), http() as client:
+        for _ in range(2):
+            session = await initialize(client, url)
+            response = await session.post(
+                session.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            )
+            assert response.status_code == 200
+        scraped = samples((await client.get(url.replace("/mcp", "/metrics"))).text)
+    assert len(made) == 2
+    assert calls_ok(scraped) == 2
+    assert scraped[("trio_mcp_sessions_open", ())] == 2
+    metrics = server.asgi.metrics
+    assert metrics is not None and all(app.middleware == (metrics.middleware,) for app in made)
