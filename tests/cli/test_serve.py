@@ -91,7 +91,7 @@ def test_run_http_with_the_deployment_options() -> None:
     args = ["run", EXAMPLE, "--allowed-host", "mcp.example.com", "--allowed-origin", PAGE, "--json-response"]
     with cli_server(*args) as (url, lines), httpx.Client(timeout=TIMEOUT) as client:
         assert "mcp.example.com" in lines[1] and PAGE in lines[1]
-        assert lines[2] == "health: GET /healthz, readiness: GET /readyz"
+        assert lines[2] == "health: GET /healthz, readiness: GET /readyz, metrics: GET /metrics"
         named = client.post(url, json=INIT, headers={**HEADERS, "host": "mcp.example.com"})
         assert named.status_code == 200
         assert named.headers["content-type"] == "application/json"  # --json-response

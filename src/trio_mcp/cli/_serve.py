@@ -91,6 +91,12 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="http: on SIGTERM, how long the calls under way may take to end (default 10)",
     )
+    http.add_argument(
+        "--no-metrics",
+        dest="metrics",
+        action="store_false",
+        help="http: no Prometheus metrics (by default GET /metrics answers them)",
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -119,6 +125,9 @@ class ServeOptions:
     #: Serve this already bound socket (a worker process) instead of host:port.
     listen_fd: int | None = None
 
+    #: http: count requests and answer ``GET /metrics`` (``--no-metrics``: off).
+    metrics: bool = True
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
         keys = tuple(args.request_state_key) or _keys_from_env()
@@ -146,6 +155,7 @@ class ServeOptions:
             workers=args.workers,
             request_state_keys=keys,
             drain_timeout=args.drain_timeout,
+            metrics=args.metrics,
         )
 
     def host_names(self) -> tuple[str, ...]:
@@ -222,6 +232,7 @@ async def serve(
                     auth=auth,
                     drain_timeout=options.drain_timeout,
                     fd=options.listen_fd,
+                    metrics=options.metrics,
                     **security,
                 )
                 if signals is not None:
@@ -239,8 +250,9 @@ async def serve(
             print(_security_line(options), file=out, flush=True)
             if transport == "http":
                 health = server.asgi.settings
+                metrics = f", metrics: GET {health.metrics_path}" if options.metrics else ""
                 print(
-                    f"health: GET {health.health_path}, readiness: GET {health.ready_path}",
+                    f"health: GET {health.health_path}, readiness: GET {health.ready_path}{metrics}",
                     file=out,
                     flush=True,
                 )

@@ -53,6 +53,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
 import msgspec
 import trio
 from msgspec import UNSET, UnsetType
@@ -64,6 +65,7 @@ from ..actors._connection import (
     ConnectionSettings,
     Disconnected,
     ListsRefreshed,
+    ReconnectScheduled,
 )
 from ..actors._host import SEPARATOR, Host
 from ..actors._server import Context
@@ -104,6 +106,7 @@ __all__ = [
     "GATEWAY_SETTINGS",
     "STATUS_URI",
     "URI_SCHEME",
+    "BackingServerStatistics",
     "Gateway",
     "GatewayStartError",
     "ServerUnavailable",
@@ -164,6 +167,32 @@ def split_gateway_uri(uri: str) -> tuple[str, str]:
     )
 
 
+@attrs.frozen
+class BackingServerStatistics:
+    """One backing server's figures (:meth:`Gateway.server_statistics`)."""
+
+    connected: bool
+    #: Restarts scheduled so far (after a loss or a failed start attempt).
+    restarts: int
+    #: Seconds before the pending restart, as last scheduled (0 once connected).
+    reconnect_delay: float
+    #: Calls forwarded to it (tools, prompts, reads, completions).
+    calls: int
+    #: Of those, the ones that failed: unavailable, timed out, or an error answer.
+    errors: int
+
+
+class _Counts:
+    """What the gateway counts of one backing server."""
+
+    __slots__ = ("calls", "delay", "errors")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.errors = 0
+        self.delay = 0.0
+
+
 class _ForwardedCall(msgspec.Struct, kw_only=True, omit_defaults=True):
     """``tools/call`` params as a proxy reads them: the name decoded, the
     arguments kept as the client's JSON (``msgspec.Raw``). The client's own
@@ -216,6 +245,7 @@ class Gateway(LowLevelServer):
         self.entries: dict[str, ServerEntry] = {e.name: e for e in entries}
         #: Servers whose first start failed, with the reason (they are retried).
         self.failed: dict[str, str] = {}
+        self._counts: dict[str, _Counts] = {}
         #: (tools list, names shown) per server: the allowed tool names of its current list.
         self._allowed: dict[str, tuple[list[Any], Filter, frozenset[str]]] = {}
         self._published: dict[str, list[Any]] = self._snapshot()
@@ -324,7 +354,9 @@ class Gateway(LowLevelServer):
     async def watch(self, connection: Connection) -> None:
         """Follow a server's events and publish the list changes they bring."""
         async for event in connection.events():
-            if isinstance(event, (Connected, ListsRefreshed, ConnectionFailed, Disconnected)):
+            if isinstance(event, ReconnectScheduled):
+                self._count(connection.name).delay = event.delay
+            elif isinstance(event, (Connected, ListsRefreshed, ConnectionFailed, Disconnected)):
                 if isinstance(event, Connected):
                     self.failed.pop(connection.name, None)
                 self.publish_changes()
@@ -360,6 +392,22 @@ class Gateway(LowLevelServer):
             servers[name] = info
         return {"ready": self.ready(), "servers": servers}
 
+    def server_statistics(self) -> dict[str, BackingServerStatistics]:
+        """Each backing server's figures, by name (what ``/metrics`` reports of it)."""
+        out = {}
+        for name, conn in self._servers():
+            counts = self._count(name)
+            connected = conn.connected
+            delay = 0.0 if connected else counts.delay
+            out[name] = BackingServerStatistics(connected, conn.restarts, delay, counts.calls, counts.errors)
+        return out
+
+    def _count(self, server: str) -> _Counts:
+        counts = self._counts.get(server)
+        if counts is None:
+            counts = self._counts[server] = _Counts()
+        return counts
+
     def ready(self) -> bool:
         """Every configured server is connected (and there is at least one)."""
         servers = self.host.servers
@@ -383,13 +431,20 @@ class Gateway(LowLevelServer):
     async def _forward(self, server: str, what: str, call: Any) -> Any:
         """Run ``call()`` bounded by the server's timeout; a down server is a ServerUnavailable."""
         timeout = self._timeout(server)
+        counts = self._count(server)
+        counts.calls += 1
         try:
             with trio.move_on_after(timeout):
                 return await call()
         except ConnectionClosed as exc:
+            counts.errors += 1
             raise ServerUnavailable(
                 f"server {server!r} is unavailable: {exc.message}", data={"server": server}
             ) from None
+        except McpError:
+            counts.errors += 1
+            raise
+        counts.errors += 1
         raise ServerUnavailable(
             f"server {server!r} did not answer {what} within {timeout} s", data={"server": server}
         )
@@ -419,9 +474,12 @@ class Gateway(LowLevelServer):
         public = params.name
         server, tool = self._route("tool", public)
         conn = self.host.servers[server]
+        counts = self._count(server)
         if not self._has_tool(server, conn, tool):
             if not conn.connected and conn.state in ("starting", "down"):
                 # Never connected (or its lists are not known yet): say why, at once.
+                counts.calls += 1
+                counts.errors += 1
                 why = conn.last_error or "not connected yet"
                 text = f"server {server!r} is unavailable: {why}"
                 return CallToolResult(content=[TextContent(text=text)], is_error=True)
@@ -433,12 +491,17 @@ class Gateway(LowLevelServer):
         timeout = self._timeout(server)
         # _forward's logic, inlined on this hot path; a failure is an isError
         # result (the model reads it and may retry later).
+        counts.calls += 1
         try:
             with trio.move_on_after(timeout):
                 return await conn.forward("tools/call", forwarded, on_progress=on_progress)
             text = f"server {server!r} did not answer tools/call {public!r} within {timeout} s"
         except ConnectionClosed as exc:
             text = f"server {server!r} is unavailable: {exc.message}"
+        except McpError:
+            counts.errors += 1
+            raise
+        counts.errors += 1
         return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
     async def _get_prompt(self, ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:

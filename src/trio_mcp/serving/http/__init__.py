@@ -13,7 +13,8 @@ MessageStream and routing), ``_streams`` (its SSE streams), ``_sessions``
 (the registry), ``_eventstore``, ``_stateless`` (2026-07-28 requests),
 ``_config`` (settings), ``_cors``, ``_health`` (``/healthz``, ``/readyz``),
 ``_auth`` (the OAuth 2.1 resource server: metadata, challenges, scopes,
-sessions bound to their principal; ``auth=``), ``_server`` (hypercorn).
+sessions bound to their principal; ``auth=``), ``_metrics`` (``/metrics``,
+with ``metrics=``), ``_server`` (hypercorn).
 """
 
 from ._app import AsgiCallable, StreamableHttpApp

@@ -129,6 +129,7 @@ from ._cors import is_preflight, preflight_headers, with_cors
 from ._eventstore import EventStore, MemoryEventStore
 from ._get import handle_delete, handle_get
 from ._health import Readiness, answer_health, answer_ready
+from ._metrics import Metrics, install_metrics
 from ._post import handle_post
 from ._session import HttpSessionStream
 from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
@@ -163,6 +164,12 @@ class StreamableHttpApp(AsgiApp):
     ``auth``: a :class:`~trio_mcp.auth.resource.ResourceServer` makes the
     endpoint an OAuth 2.1 resource server (see :mod:`._auth`); its
     ``resource`` URI must be set (:class:`HttpServer` fills in its own URL).
+
+    ``metrics``: ``True`` (a fresh :class:`~trio_mcp.observability.Metrics`)
+    or a ``Metrics`` of your own: the app's requests are counted and
+    ``GET /metrics`` (``settings.metrics_path``) answers them in the
+    Prometheus text format, with the sessions, SSE streams, queues and
+    refusals of this server (see :mod:`._metrics`). Off by default.
     """
 
     def __init__(
@@ -175,6 +182,7 @@ class StreamableHttpApp(AsgiApp):
         routes: Mapping[str, AsgiCallable] | None = None,
         readiness: Readiness | None = None,
         auth: ResourceServer | None = None,
+        metrics: Metrics | bool = False,
         **options: Any,
     ) -> None:
         if settings is None:
@@ -214,6 +222,9 @@ class StreamableHttpApp(AsgiApp):
         self._created = 0
         self._expired = 0
         self._evicted = 0
+        self._refused = 0
+        #: POSTs refused with 503 (their session's inbound queue stayed full).
+        self.posts_refused = 0
         #: When unused sessions end (see :class:`SessionRegistry`).
         self.expiry = ExpiryPolicy(settings.session_idle_timeout, settings.handshake_timeout)
         self._sse_connections = 0
@@ -232,6 +243,11 @@ class StreamableHttpApp(AsgiApp):
         if self.auth is not None:
             for path in self.auth.metadata_paths():
                 self.mount(path, self.auth.serve_metadata)
+
+        #: Prometheus metrics (None: off), served at ``settings.metrics_path``.
+        self.metrics: Metrics | None = None
+        if metrics:
+            self.metrics = install_metrics(self, Metrics() if metrics is True else metrics)
 
     def mount(self, path: str, app: AsgiCallable) -> None:
         """Serve the ASGI app ``app`` at ``path`` (exactly), or at every path
@@ -366,6 +382,8 @@ class StreamableHttpApp(AsgiApp):
             sessions_created=self._created,
             sessions_expired=self._expired,
             sessions_evicted=self._evicted,
+            sessions_refused=self._refused,
+            posts_refused=self.posts_refused,
         )
 
     async def terminate_session(self, session_id: str) -> bool:
@@ -446,6 +464,7 @@ class StreamableHttpApp(AsgiApp):
             return
         victim = await self.registry.idlest()
         if victim is None:
+            self._refused += 1
             raise HttpError(503, "Too many sessions")
         self._evicted += 1
         self.end_session(victim, "evicted for a new session at max_sessions")
@@ -474,23 +493,32 @@ class StreamableHttpApp(AsgiApp):
                     scope.cancel()
                 name = f"http:{(session.id or 'stateless')[:8]}"
                 if self._shared is not None:
-                    app = self._shared
-                    await ServerSession(app, session, limits=app.limits, name=name).run(
-                        task_status=task_status
-                    )
+                    await self._serve_session(self._shared, session, name, task_status)
                 else:
                     assert self._factory is not None
                     app = self._factory()
                     async with app.running():
-                        await ServerSession(app, session, limits=app.limits, name=name).run(
-                            task_status=task_status
-                        )
+                        await self._serve_session(app, session, name, task_status)
         finally:
             self.end_session(session, "session finished")
             stored, session.stored_streams = list(session.stored_streams), set()
             if stored:
                 with trio.CancelScope(shield=True):
                     await self._forget(stored)
+
+    async def _serve_session(
+        self, app: Any, session: HttpSessionStream, name: str, task_status: trio.TaskStatus[Any]
+    ) -> None:
+        server = ServerSession(app, session, limits=app.limits, name=name)
+        metrics = self.metrics
+        if metrics is None:
+            await server.run(task_status=task_status)
+            return
+        metrics.track(server)
+        try:
+            await server.run(task_status=task_status)
+        finally:
+            metrics.untrack(server)
 
     # ----------------------------------------------------------------- ASGI
 

@@ -113,11 +113,14 @@ class HttpServerSettings:
     ready_path: str | None = "/readyz"
     #: Seconds the readiness callback may take (not ready after).
     readiness_timeout: float = 5.0
+    #: ``GET`` here answers the Prometheus metrics, when the server has them
+    #: (``metrics=`` of :class:`~trio_mcp.serving.http.HttpServer`).
+    metrics_path: str = "/metrics"
     #: Seconds a browser may cache a CORS preflight answer.
     cors_max_age: int = 600
 
     def __attrs_post_init__(self) -> None:
-        for name in ("path", "health_path", "ready_path"):
+        for name in ("path", "health_path", "ready_path", "metrics_path"):
             value = getattr(self, name)
             if value is not None and not value.startswith("/"):
                 raise ValueError(f"{name} must start with '/'")
@@ -161,6 +164,11 @@ class HttpServerStatistics:
     sessions_expired: int
     #: Ended at ``max_sessions`` to admit a new one (the idlest first).
     sessions_evicted: int = 0
+    #: ``initialize`` refused with ``503``: every session busy at ``max_sessions``.
+    sessions_refused: int = 0
+    #: POSTs refused with ``503``: their session's ``inbound_queue`` stayed
+    #: full for ``enqueue_timeout``.
+    posts_refused: int = 0
 
 
 #: Where an :class:`HttpServer` listens (``task_status.started`` value).

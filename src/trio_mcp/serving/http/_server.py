@@ -16,6 +16,7 @@ from ._app import AsgiCallable, StreamableHttpApp
 from ._config import DEFAULT_STORE, HttpServerInfo, HttpServerSettings, HttpServerStatistics
 from ._eventstore import EventStore
 from ._health import Readiness
+from ._metrics import Metrics
 from ._sessions import SessionRegistry
 
 __all__ = ["HttpServer"]
@@ -29,10 +30,11 @@ class HttpServer:
     cancelling ``run``) ends every session and stream, then the listener.
 
     Options are :class:`HttpServerSettings` fields (or ``settings=``);
-    ``routes``, ``readiness``, ``registry``, ``event_store`` and ``auth`` (a
-    :class:`~trio_mcp.auth.resource.ResourceServer`: the server is an OAuth
-    2.1 resource server; without its ``resource``, the URL served is the
-    resource URI) are those of :class:`StreamableHttpApp`. Without ``allowed_hosts``, the server answers
+    ``routes``, ``readiness``, ``registry``, ``event_store``, ``metrics`` and
+    ``auth`` (a :class:`~trio_mcp.auth.resource.ResourceServer`: the server is
+    an OAuth 2.1 resource server; without its ``resource``, the URL served is
+    the resource URI) are those of :class:`StreamableHttpApp`. Without
+    ``allowed_hosts``, the server answers
     the loopback names; binding a specific address adds that address; a
     wildcard bind (``0.0.0.0``, ``::``) adds any IP address and this
     machine's host names (:func:`wildcard_hosts`): pass ``allowed_hosts``
@@ -58,6 +60,7 @@ class HttpServer:
         routes: Mapping[str, AsgiCallable] | None = None,
         readiness: Readiness | None = None,
         auth: ResourceServer | None = None,
+        metrics: Metrics | bool = False,
         graceful_timeout: float = 2.0,
         drain_timeout: float = 10.0,
         fd: int | None = None,
@@ -91,6 +94,7 @@ class HttpServer:
             routes=routes,
             readiness=readiness,
             auth=auth,
+            metrics=metrics,
         )
         self.host = host
         self.port = port

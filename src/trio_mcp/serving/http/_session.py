@@ -182,6 +182,7 @@ class HttpSessionStream:
                 return 404
             queued = True
         if not queued:
+            self.app.posts_refused += 1
             return 503
         if type(frame) is not Request:
             await self._end_cancelled(frame)
