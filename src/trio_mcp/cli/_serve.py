@@ -8,12 +8,18 @@ names. ``--allowed-host NAME`` adds a name (``'*'``: any), as the names a
 proxy or a DNS record give the server must be named. ``--allowed-origin``
 adds a browser origin to the loopback ones (CORS is answered for them). The
 names in force are printed at start-up, after the line with the URL.
+
+``-t http --redis URL`` (or the environment variable ``TRIO_MCP_REDIS_URL``)
+makes this process one node of a cluster sharing its sessions through Redis
+(see :mod:`trio_mcp.serving.cluster`; the ``redis`` extra): run several
+behind any load balancer, no stickiness needed.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +33,8 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: Addresses that bind every interface (as ``transports.http._security.WILDCARD_BINDS``,
 #: which is not imported here: the parser is built for every command).
 _WILDCARD = ("0.0.0.0", "::")
+#: Where ``--redis`` takes its default from.
+REDIS_ENV = "TRIO_MCP_REDIS_URL"
 
 
 def serving_options(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +64,33 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="http: serve handshake-era requests without sessions (GET and DELETE refused)",
     )
+    cluster = parser.add_argument_group("several processes and nodes (http)")
+    cluster.add_argument(
+        "--redis",
+        default=os.environ.get(REDIS_ENV) or None,
+        metavar="URL",
+        help=f"share sessions with the other processes through this Redis (redis://host:port/db; "
+        f"default: the environment variable {REDIS_ENV}); needs trio-mcp[redis]",
+    )
+    cluster.add_argument("--node-id", metavar="ID", help="this node's name in the cluster (default: random)")
+    cluster.add_argument(
+        "--owner-failure",
+        choices=("adopt", "drop"),
+        default="adopt",
+        help="a session whose node died: adopt it (same session id) or drop it (404, the client "
+        "initializes again); default adopt",
+    )
+    cluster.add_argument("--redis-prefix", default="mcp:", metavar="PREFIX", help="prefix of every Redis key")
+    cluster.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="a node silent this long is dead (its calls fail, its sessions move); default 3",
+    )
+    cluster.add_argument(
+        "--node-header", action="store_true", help="name the serving node in an Mcp-Node response header"
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -70,6 +105,13 @@ class ServeOptions:
     allowed_origins: tuple[str, ...] = ()
     json_response: bool = False
     stateless: bool = False
+    #: Share sessions through this Redis (``--redis``); None: this process alone.
+    redis_url: str | None = None
+    node_id: str | None = None
+    owner_failure: str = "adopt"
+    redis_prefix: str = "mcp:"
+    lease_ttl: float = 3.0
+    node_header: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -82,7 +124,41 @@ class ServeOptions:
             allowed_origins=tuple(args.allowed_origin),
             json_response=args.json_response,
             stateless=args.stateless,
+            redis_url=args.redis,
+            node_id=args.node_id,
+            owner_failure=args.owner_failure,
+            redis_prefix=args.redis_prefix,
+            lease_ttl=args.lease_ttl,
+            node_header=args.node_header,
         )
+
+    def cluster(self) -> Any:
+        """The :class:`~trio_mcp.serving.cluster.RedisCluster` of ``--redis``, or None."""
+        if self.redis_url is None:
+            return None
+        from ._targets import TargetError
+
+        try:
+            from ..serving.cluster import ClusterSettings, RedisCluster
+        except ImportError as exc:
+            raise TargetError(
+                f"--redis needs the redis extra (pip install 'trio-mcp[redis]'): {exc}"
+            ) from None
+        lease = self.lease_ttl
+        try:
+            settings = ClusterSettings(
+                url=self.redis_url,
+                prefix=self.redis_prefix,
+                owner_failure="drop" if self.owner_failure == "drop" else "adopt",
+                lease_ttl=lease,
+                renew_interval=min(1.0, lease / 3),
+                node_header=self.node_header,
+            )
+            if self.node_id is not None:
+                settings = attrs.evolve(settings, node_id=self.node_id)
+        except ValueError as exc:
+            raise TargetError(f"bad cluster option: {exc}") from None
+        return RedisCluster(settings)
 
     def host_names(self) -> tuple[str, ...]:
         """The ``Host`` names answered (see the module)."""
@@ -127,6 +203,9 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
         return
     if transport not in TRANSPORTS:
         raise TargetError(f"unknown transport {transport!r}: {', '.join(TRANSPORTS)}")
+    if options.redis_url is not None and transport != "http":
+        raise TargetError(f"--redis (or {REDIS_ENV}) shares Streamable HTTP sessions: it needs -t http")
+    cluster = options.cluster()
     host, port, path = options.host, options.port, options.path
     security = options.security()
     with collapse_groups():
@@ -142,6 +221,7 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
                     readiness=readiness,
                     json_response=True if options.json_response else None,
                     stateless=options.stateless,
+                    cluster=cluster,
                     **security,
                 )
             elif transport == "sse":
@@ -162,6 +242,13 @@ async def serve(app: Any, options: ServeOptions, *, readiness: Any = None, out: 
                     file=out,
                     flush=True,
                 )
+                if cluster is not None:
+                    print(
+                        f"node {cluster.settings.node_id} of the cluster on {options.redis_url} "
+                        f"(keys {cluster.settings.prefix}*, owner failure: {cluster.settings.owner_failure})",
+                        file=out,
+                        flush=True,
+                    )
 
 
 def _security_line(options: ServeOptions) -> str:

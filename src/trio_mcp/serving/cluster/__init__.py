@@ -15,13 +15,12 @@ routing), ``_registry`` (the session registry and handshake state),
 
 from typing import TYPE_CHECKING
 
-from ._settings import ENV_REDIS_URL, NODE_HEADER, ClusterSettings, OwnerFailure, OwnerLost
+from ._settings import NODE_HEADER, ClusterSettings, OwnerFailure, OwnerLost
 
 if TYPE_CHECKING:
     from ._node import RedisCluster
 
 __all__ = [
-    "ENV_REDIS_URL",
     "NODE_HEADER",
     "ClusterSettings",
     "OwnerFailure",

@@ -19,6 +19,7 @@ here: as soon as the lease has lapsed), while requests without a session
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import secrets
@@ -117,6 +118,7 @@ class RedisCluster:
         self._registry = registry = ClusterRegistry(self)
         app.registry = registry
         app.cluster = self
+        app.readiness = self._readiness(app.readiness)
         shared = app._shared
         if shared is not None and hasattr(shared, "broadcast_relay"):
             shared.broadcast_relay = self._relay
@@ -408,6 +410,21 @@ class RedisCluster:
         restore(session, record.state)
         self.adopted += 1
         return True
+
+    def _readiness(self, previous: Any) -> Any:
+        """``/readyz`` adds this node's :meth:`statistics`; a draining node is not ready."""
+
+        async def readiness() -> dict[str, Any]:
+            report: dict[str, Any] = {}
+            if previous is not None:
+                found = previous()
+                report.update(await found if inspect.isawaitable(found) else found)
+            report["cluster"] = self.statistics()
+            if self.draining:
+                report["ready"] = False
+            return report
+
+        return readiness
 
     def _with_node_header(self, send: Send) -> Send:
         header = (NODE_HEADER.encode(), self.settings.node_id.encode())

@@ -10,10 +10,8 @@ import attrs
 from ..._util import check_positive
 from ...protocol import InternalError
 
-__all__ = ["ENV_REDIS_URL", "NODE_HEADER", "ClusterSettings", "OwnerFailure", "OwnerLost"]
+__all__ = ["NODE_HEADER", "ClusterSettings", "OwnerFailure", "OwnerLost"]
 
-#: The environment variable ``trio-mcp run/gateway -t http`` reads the Redis URL from.
-ENV_REDIS_URL: Final = "TRIO_MCP_REDIS_URL"
 #: The response header naming the node that served a request (``node_header``).
 NODE_HEADER: Final = "mcp-node"
 
