@@ -271,11 +271,19 @@ def running_cluster(
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    """Three nodes (adopt policy) behind haproxy, for the whole module."""
+    """Three nodes (adopt policy) behind haproxy, for the whole module; a
+    module may set ``NODES``, ``POLICY`` and ``BALANCED`` (haproxy or not)."""
     if REDIS_SERVER is None or HAPROXY is None:
         pytest.skip("redis-server and haproxy are not installed (scripts/setup-interop installs them)")
-    prefix = f"t{request.module.__name__.rpartition('.')[2]}:"
-    with running_cluster(tmp_path_factory.mktemp("cluster"), prefix) as running:
+    module = request.module
+    prefix = f"t{module.__name__.rpartition('.')[2]}:"
+    with running_cluster(
+        tmp_path_factory.mktemp("cluster"),
+        prefix,
+        count=getattr(module, "NODES", 3),
+        policy=getattr(module, "POLICY", "adopt"),
+        balanced=getattr(module, "BALANCED", True),
+    ) as running:
         yield running
 
 

@@ -115,6 +115,8 @@ class ClusterRegistry:
         removed = self.memory.remove(session)
         if removed and session.id is not None:
             self.saved.pop(session.id, None)
+            if self.cluster.draining:
+                return True  # ended here to be adopted elsewhere: the record stays
             try:
                 self._forget_send.send_nowait(session.id)
             except trio.WouldBlock:

@@ -135,8 +135,8 @@ async def forward(
             with trio.CancelScope(shield=True), trio.move_on_after(settings.store_timeout):
                 try:
                     await cluster.store.send(owner.owner, {"k": "dis", "f": ident})
-                except REDIS_ERRORS:
-                    pass
+                except Exception as exc:  # best effort (the store may be closing with the server)
+                    log.debug("could not tell %s that a client went away: %r", owner.owner, exc)
 
 
 class _Relay:
