@@ -9,6 +9,7 @@ from typing import Any
 
 import coredis
 import httpx
+import trio
 
 from trio_mcp.transports.http._sse import SseDecoder
 
@@ -125,3 +126,9 @@ async def keys(client: coredis.Redis[bytes], pattern: str) -> set[bytes]:
         cursor, batch = await client.scan(cursor=cursor or 0, match=pattern, count=1000)
         found.update(batch)
     return found
+
+
+async def handshake_saved(client: coredis.Redis[bytes], prefix: str, session_id: str) -> None:
+    """Until the owner saved the session's handshake state (what an adoption needs)."""
+    while not await client.hget(f"{prefix}sess:{session_id}", "state"):
+        await trio.sleep(0.02)  # written by the owner's keeper, in the background

@@ -132,12 +132,19 @@ class Node:
         ]  # fmt: skip
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def launch(self) -> None:
+        """Start the process (see :meth:`wait_ready`)."""
         env = {**os.environ, "CLUSTER_TEST_NODE": self.id}
         env.pop("TRIO_MCP_REDIS_URL", None)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(self.args, env=env, stdout=log, stderr=log)
+
+    def wait_ready(self) -> None:
         _wait_until(self.healthy, f"node {self.id}", self.log)
+
+    def start(self) -> None:
+        self.launch()
+        self.wait_ready()
 
     def readiness(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"{self.base}/readyz", timeout=2) as answer:
@@ -235,8 +242,10 @@ class Cluster:
 
     def start(self) -> None:
         self.redis.start()
+        for node in self.nodes:  # side by side: each takes a while to import
+            node.launch()
         for node in self.nodes:
-            node.start()
+            node.wait_ready()
         if self._balanced:
             self.lb = Haproxy(self.nodes, self.dir)
 
@@ -251,10 +260,16 @@ class Cluster:
         return next(n for n in self.nodes if n.id == node_id)
 
     def revive(self) -> None:
-        """Start again every node that a test killed (same id, same port)."""
+        """Start again every node that a test killed (same id, same port), and
+        let go on any it stopped."""
         for node in self.nodes:
-            if node.proc is None or node.proc.poll() is not None:
-                node.start()
+            if node.proc is not None and node.proc.poll() is None:
+                node.signal(signal.SIGCONT)
+        dead = [node for node in self.nodes if node.proc is None or node.proc.poll() is not None]
+        for node in dead:
+            node.launch()
+        for node in dead:
+            node.wait_ready()
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ from ._helpers import (
     ACCEPT_BOTH,
     TIMEOUT,
     call,
+    handshake_saved,
     headers_for,
     keys,
     messages_of,
@@ -289,10 +290,10 @@ async def test_an_ingress_killed_mid_stream_is_resumed_on_another_node_exactly_o
 async def test_an_owner_killed_fails_its_calls_then_its_session_is_adopted(revive: Cluster) -> None:
     n1, n2, n3 = revive.nodes
     with trio.fail_after(TIMEOUT):
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client, redis_client(revive.redis.url) as redis:
             session_id, _ = await open_session(client, n1.url)
             headers = headers_for(session_id)
-            await result_of(client, n2.url, session_id, call(1, "where"))  # its state is saved by now
+            await handshake_saved(redis, revive.prefix, session_id)
             body = call(2, "countdown", progress="c", n=1000, delay=0.05)
             async with stream(client, "POST", n2.url, headers, body) as events:
                 assert await events.next() is not None
@@ -311,7 +312,6 @@ async def test_an_owner_killed_fails_its_calls_then_its_session_is_adopted(reviv
             assert text_of(where) == "n3"
             again = await result_of(client, n2.url, session_id, call(4, "where"))
             assert text_of(again) == "n3"
-        async with redis_client(revive.redis.url) as redis:
             record = await redis.hgetall(f"{revive.prefix}sess:{session_id}")
     assert record[b"owner"] == b"n3" and int(record[b"fence"]) == 2
 
@@ -323,7 +323,7 @@ async def test_an_owner_stopped_beyond_its_lease_writes_nothing_once_resumed(rev
         async with httpx.AsyncClient(timeout=TIMEOUT) as client, redis_client(revive.redis.url) as redis:
             session_id, _ = await open_session(client, n1.url)
             headers = headers_for(session_id)
-            await result_of(client, n3.url, session_id, call(1, "where"))
+            await handshake_saved(redis, revive.prefix, session_id)
             body = call(2, "countdown", progress="c", n=1000, delay=0.02)
             async with stream(client, "POST", n2.url, headers, body) as events:
                 assert await events.next() is not None

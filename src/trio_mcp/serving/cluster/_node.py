@@ -73,6 +73,8 @@ class RedisCluster:
         self._booted = False
         self._inbox_after = "0-0"
         self._nursery: trio.Nursery | None = None
+        self._saved: dict[str, Any] = {}
+        self._save_soon = trio.Event()
         self._bus_send, self._bus_recv = trio.open_memory_channel[bytes](settings.bus_queue)
         self.lease_losses = 0
         self.forwarded = 0
@@ -116,6 +118,7 @@ class RedisCluster:
             raise RuntimeError("a RedisCluster runs once")
         self._app = app
         self._registry = registry = ClusterRegistry(self)
+        self._saved = registry.saved
         app.registry = registry
         app.cluster = self
         app.readiness = self._readiness(app.readiness)
@@ -333,7 +336,9 @@ class RedisCluster:
             nursery.start_soon(registry.forget_loop)
             task_status.started()
             while True:
-                await trio.sleep(self.settings.renew_interval)
+                with trio.move_on_after(self.settings.renew_interval):
+                    await self._save_soon.wait()
+                self._save_soon = trio.Event()
                 if self.healthy:
                     try:
                         await registry.save_all()
@@ -358,6 +363,8 @@ class RedisCluster:
         if await app.registry.get(session_id) is not None:
             if not self.healthy:
                 raise HttpError(503, "Service Unavailable: the session store cannot be reached")
+            if session_id not in self._saved:
+                self._save_soon.set()  # its handshake state, for an adoption, as soon as it has one
             return send
         record = await self._lookup(session_id)
         if record is None or (record.alive and record.owner == self.settings.node_id):

@@ -60,6 +60,10 @@ def _pack_headers(headers: Any) -> bytes:
     return _headers_encoder.encode([(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers])
 
 
+def _is_sse(headers: Any) -> bool:
+    return any(n == b"content-type" and v.startswith(b"text/event-stream") for n, v in headers)
+
+
 def _unpack_headers(data: bytes) -> list[tuple[bytes, bytes]]:
     return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in _headers_decoder.decode(data)]
 
@@ -170,13 +174,11 @@ class _Relay:
             if kind == b"start":
                 self.started = True
                 response_headers = _unpack_headers(entry.get(b"h", b"[]"))
-                self.sse = any(
-                    n == b"content-type" and v.startswith(b"text/event-stream") for n, v in response_headers
-                )
+                self.sse = _is_sse(response_headers)
                 await self.send(
                     {"type": "http.response.start", "status": int(entry[b"s"]), "headers": response_headers}
                 )
-            elif kind == b"body":
+            if b"more" in entry:  # a piece of the body (with the start, for a whole answer)
                 more = entry.get(b"more") == b"1"
                 await self.send(
                     {"type": "http.response.body", "body": entry.get(b"b", b""), "more_body": more}
@@ -243,35 +245,60 @@ async def serve_forwarded(cluster: RedisCluster, fields: dict[bytes, bytes], *, 
         await exchange.disconnected.wait()
         return {"type": "http.disconnect"}
 
+    held: list[dict[str, str | bytes]] = []
+
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
+            response_headers = message.get("headers", ())
             entry: dict[str, str | bytes] = {
                 "k": "start",
                 "f": ident,
                 "s": str(message["status"]),
-                "h": _pack_headers(message.get("headers", ())),
+                "h": _pack_headers(response_headers),
             }
+            if not _is_sse(response_headers):
+                held.append(entry)  # a whole answer follows at once: one write for both
+                return
         else:
             entry = {
-                "k": "body",
+                "k": "start" if held else "body",
                 "f": ident,
                 "b": message.get("body", b""),
                 "more": "1" if message.get("more_body", False) else "0",
             }
+            if held:
+                entry = {**held.pop(), **entry}
         with trio.fail_after(cluster.settings.store_timeout):
             written = await cluster.store.send_fenced(ingress, cluster.settings.node_id, nonce, entry)
         if not written:
             cluster.fenced(nonce, "a forwarded response could not be written: the lease is lost")
             raise trio.BrokenResourceError("fenced: this node lost its lease")
+        if entry["k"] == "start":
+            started.append(True)
+        if entry.get("more") == "0":
+            completed.append(True)
 
+    started: list[bool] = []
+    completed: list[bool] = []
     try:
-        if busy:
-            await respond(send, 503, error_body(-32000, "Service Unavailable: the owner node is busy"))
-        else:
-            await cluster.app(scope, receive, send)
-    except (trio.BrokenResourceError, *REDIS_ERRORS) as exc:
-        log.debug("forwarded request %s from %s ended: %r", ident, ingress, exc)
-    except Exception:
-        log.exception("forwarded request %s from %s failed", ident, ingress)
+        try:
+            if busy:
+                await respond(send, 503, error_body(-32000, "Service Unavailable: the owner node is busy"))
+            else:
+                await cluster.app(scope, receive, send)
+        except (trio.BrokenResourceError, *REDIS_ERRORS) as exc:
+            log.debug("forwarded request %s from %s ended: %r", ident, ingress, exc)
+        except Exception:
+            log.exception("forwarded request %s from %s failed", ident, ingress)
+        if not completed and not exchange.disconnected.is_set():
+            # Never leave the ingress waiting on a live owner: end the response.
+            with trio.CancelScope(shield=True), trio.move_on_after(cluster.settings.store_timeout):
+                try:
+                    if started or held:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    else:
+                        await respond(send, 500, error_body(-32603, "the owner node failed to answer"))
+                except (trio.BrokenResourceError, *REDIS_ERRORS):
+                    pass
     finally:
         cluster.exchanges.pop(ident, None)
