@@ -260,15 +260,15 @@ class Cluster:
         return next(n for n in self.nodes if n.id == node_id)
 
     def revive(self) -> None:
-        """Start again every node that a test killed (same id, same port), and
-        let go on any it stopped."""
+        """Start again every node that a test killed (same id, same port), let
+        go on any it stopped, and wait until every one holds its lease."""
         for node in self.nodes:
             if node.proc is not None and node.proc.poll() is None:
                 node.signal(signal.SIGCONT)
         dead = [node for node in self.nodes if node.proc is None or node.proc.poll() is not None]
         for node in dead:
             node.launch()
-        for node in dead:
+        for node in self.nodes:  # a stopped one takes its lease afresh
             node.wait_ready()
 
 

@@ -35,7 +35,7 @@ from ..http._config import SESSION_HEADER
 from ._redis import REDIS_ERRORS, RedisStore, SessionRecord
 from ._registry import ClusterRegistry, restore
 from ._settings import NODE_HEADER, ClusterSettings
-from ._tunnel import FORWARDED, Exchange, forward, serve_forwarded
+from ._tunnel import FORWARDED, MISDIRECTED, Exchange, forward, read_request, serve_forwarded
 
 if TYPE_CHECKING:
     from ..http import HttpSessionStream, StreamableHttpApp
@@ -65,6 +65,9 @@ class RedisCluster:
         self._registry: ClusterRegistry | None = None
         #: Forwarded requests waiting here for their answer, by exchange id.
         self.replies: dict[str, trio.MemorySendChannel[dict[bytes, bytes]]] = {}
+        #: The owners of sessions hosted elsewhere, trusted for ``renew_interval``
+        #: (a lookup less per forwarded request; a dead owner is noticed by the relay).
+        self.routes: dict[str, tuple[SessionRecord, float]] = {}
         #: Requests forwarded here being served, by exchange id.
         self.exchanges: dict[str, Exchange] = {}
         self.lease_until = -math.inf
@@ -353,6 +356,9 @@ class RedisCluster:
         """Where a request is served (see the module and
         :class:`~trio_mcp.serving.http.ClusterHook`)."""
         if FORWARDED in scope:
+            session_id = headers.get(SESSION_HEADER)
+            if session_id is not None and await self.app.registry.get(session_id) is None:
+                raise HttpError(421, "Misdirected Request: not this session's owner", headers=[MISDIRECTED])
             return send
         if self.settings.node_header:
             send = self._with_node_header(send)
@@ -366,19 +372,45 @@ class RedisCluster:
             if session_id not in self._saved:
                 self._save_soon.set()  # its handshake state, for an adoption, as soon as it has one
             return send
+        record = await self._route(session_id)
+        if record is None:
+            return send  # here (adopted), or unknown (404)
+        body = await read_request(self, scope, receive, headers)
+        if body is None:
+            return None  # the client went away: nobody to answer
+        if await forward(self, scope, receive, send, session_id, record, body):
+            return None
+        # The owner it went to no longer has it (ended, or moved): once more.
+        self.routes.pop(session_id, None)
+        record = await self._route(session_id)
+        if record is not None and await forward(self, scope, receive, send, session_id, record, body):
+            return None
+        if await app.registry.get(session_id) is not None:
+            raise HttpError(503, "Service Unavailable: the session moved here just now; retry")
+        raise HttpError(404, "Session not found")
+
+    async def _route(self, session_id: str) -> SessionRecord | None:
+        """The live owner of a session hosted elsewhere, or None: adopted here,
+        dropped, unknown (the app answers it)."""
+        now = trio.current_time()
+        cached = self.routes.get(session_id)
+        if cached is not None and cached[1] > now:
+            return cached[0]
         record = await self._lookup(session_id)
         if record is None or (record.alive and record.owner == self.settings.node_id):
-            return send  # unknown, or ended here: 404
+            return None  # unknown, or ended here: 404
         if not record.alive:
             if not self.healthy:
                 raise HttpError(503, "Service Unavailable: the session store cannot be reached")
             if await self._take_over(session_id, record):
-                return send
+                return None
             record = await self._lookup(session_id)  # another node was quicker
             if record is None or not record.alive:
-                return send
-        await forward(self, scope, receive, send, headers, session_id, record)
-        return None
+                return None
+        if len(self.routes) >= self.app.settings.max_sessions:
+            self.routes.clear()
+        self.routes[session_id] = (record, now + self.settings.renew_interval)
+        return record
 
     async def _lookup(self, session_id: str) -> SessionRecord | None:
         try:

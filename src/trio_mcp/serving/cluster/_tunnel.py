@@ -45,12 +45,15 @@ from ._settings import OwnerLost
 if TYPE_CHECKING:
     from ._node import RedisCluster
 
-__all__ = ["FORWARDED", "Exchange", "forward", "serve_forwarded"]
+__all__ = ["FORWARDED", "MISDIRECTED", "Exchange", "forward", "read_request", "serve_forwarded"]
 
 log = logging.getLogger("trio_mcp.cluster")
 
 #: The scope key marking a request forwarded here by another node (its id).
 FORWARDED: Final = "trio_mcp.forwarded"
+#: The header of an owner's answer that it does not have the session (the
+#: ingress looks its owner up again; never sent to a client).
+MISDIRECTED: Final = (b"mcp-cluster-misdirected", b"1")
 
 _headers_encoder = msgspec.json.Encoder()
 _headers_decoder = msgspec.json.Decoder(list[tuple[str, str]])
@@ -82,29 +85,36 @@ class Exchange:
 # ------------------------------------------------------------------ ingress
 
 
+async def read_request(
+    cluster: RedisCluster, scope: Scope, receive: Receive, headers: dict[str, str]
+) -> bytes | None:
+    """A request's body to forward (``b""`` but for a POST), whole within
+    ``body_timeout`` (``408``); None when the client went away meanwhile."""
+    if scope.get("method") != "POST":
+        return b""
+    http = cluster.app.settings
+    with trio.move_on_after(http.body_timeout):
+        try:
+            return await read_body(receive, headers, http.max_body_size)
+        except Disconnected:
+            return None
+    raise HttpError(408, "Request Timeout", headers=[(b"connection", b"close")])
+
+
 async def forward(
     cluster: RedisCluster,
     scope: Scope,
     receive: Receive,
     send: Send,
-    headers: dict[str, str],
     session_id: str,
     owner: SessionRecord,
-) -> None:
-    """Serve a request by its session's owner (another node); see the module."""
+    body: bytes,
+) -> bool:
+    """Serve a request by its session's owner (another node); see the
+    module. False: that node does not have the session (any more), nothing
+    was answered."""
     settings = cluster.settings
-    http = cluster.app.settings
     method = scope.get("method", "GET")
-    body: bytes | None = b""
-    if method == "POST":
-        body = None
-        with trio.move_on_after(http.body_timeout):
-            try:
-                body = await read_body(receive, headers, http.max_body_size)
-            except Disconnected:
-                return  # nobody to answer
-        if body is None:
-            raise HttpError(408, "Request Timeout", headers=[(b"connection", b"close")])
     ident = secrets.token_hex(8)
     entries, replies = trio.open_memory_channel[dict[bytes, bytes]](settings.forward_buffer)
     cluster.replies[ident] = entries
@@ -120,7 +130,6 @@ async def forward(
         "h": _pack_headers(scope.get("headers", ())),
         "b": body,
     }
-    assert body is not None
     relay = _Relay(cluster, send, owner)
     try:
         try:
@@ -132,8 +141,11 @@ async def forward(
             nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
             await relay.run(replies, body)
             nursery.cancel_scope.cancel()
+        return not relay.misdirected
     finally:
         del cluster.replies[ident]
+        if relay.lost:
+            cluster.routes.pop(session_id, None)
         if not relay.ended and not relay.lost:
             # The client went away (or the relay could not keep up): the owner stops.
             with trio.CancelScope(shield=True), trio.move_on_after(settings.store_timeout):
@@ -154,6 +166,7 @@ class _Relay:
         self.sse = False
         self.ended = False
         self.lost = False
+        self.misdirected = False
 
     async def run(self, replies: trio.MemoryReceiveChannel[dict[bytes, bytes]], body: bytes) -> None:
         settings = self.cluster.settings
@@ -172,20 +185,31 @@ class _Relay:
                 continue
             kind = entry.get(b"k")
             if kind == b"start":
-                self.started = True
                 response_headers = _unpack_headers(entry.get(b"h", b"[]"))
+                if MISDIRECTED in response_headers:
+                    self.misdirected = self.ended = True
+                    return
+                self.started = True
                 self.sse = _is_sse(response_headers)
                 await self.send(
                     {"type": "http.response.start", "status": int(entry[b"s"]), "headers": response_headers}
                 )
             if b"more" in entry:  # a piece of the body (with the start, for a whole answer)
-                more = entry.get(b"more") == b"1"
-                await self.send(
-                    {"type": "http.response.body", "body": entry.get(b"b", b""), "more_body": more}
-                )
-                if not more:
-                    self.ended = True
-                    return
+                message = {"type": "http.response.body", "body": entry.get(b"b", b""), "more_body": True}
+                if entry.get(b"more") == b"1":
+                    await self.send(message)
+                    continue
+                self.ended = True
+                message["more_body"] = False
+                await self._last_write(message)
+                return
+
+    async def _last_write(self, message: dict[str, Any]) -> None:
+        # Shielded from the disconnect watcher: once the response is complete
+        # the server reports a disconnect while still inside this very send
+        # (hypercorn), and cancelling it there would strand the connection.
+        with trio.CancelScope(shield=True), trio.fail_after(self.cluster.app.settings.write_timeout):
+            await self.send(message)
 
     async def _owner_alive(self) -> bool:
         owner = self.owner
@@ -208,7 +232,7 @@ class _Relay:
             await respond(self.send, 200, encode(errors if type(frame) is list else errors[0]))
             return
         data = b"".join(format_event(None, encode(e)) for e in errors) if self.sse else b""
-        await self.send({"type": "http.response.body", "body": data, "more_body": False})
+        await self._last_write({"type": "http.response.body", "body": data, "more_body": False})
 
 
 # -------------------------------------------------------------------- owner
