@@ -297,6 +297,7 @@ async def test_an_owner_killed_fails_its_calls_then_its_session_is_adopted(reviv
             body = call(2, "countdown", progress="c", n=1000, delay=0.05)
             async with stream(client, "POST", n2.url, headers, body) as events:
                 assert await events.next() is not None
+                lost_stream = events.last_event_id
                 n1.kill()
                 # Within the lease and a renewal, never a hang (the fail_after above).
                 with trio.fail_after(LEASE + 2):
@@ -312,6 +313,10 @@ async def test_an_owner_killed_fails_its_calls_then_its_session_is_adopted(reviv
             assert text_of(where) == "n3"
             again = await result_of(client, n2.url, session_id, call(4, "where"))
             assert text_of(again) == "n3"
+            # The stream that died with n1 cannot be resumed (its call already failed).
+            assert lost_stream is not None
+            resume = {**headers, "accept": "text/event-stream", "last-event-id": lost_stream}
+            assert (await client.get(n2.url, headers=resume)).status_code == 410
             record = await redis.hgetall(f"{revive.prefix}sess:{session_id}")
     assert record[b"owner"] == b"n3" and int(record[b"fence"]) == 2
 

@@ -31,7 +31,7 @@ from msgspec import UNSET
 
 from ...supervision import ChildSpec, Strategy, Supervisor
 from ...transports._asgi import HttpError, Receive, Scope, Send
-from ..http._config import SESSION_HEADER
+from ..http._config import LAST_EVENT_HEADER, SESSION_HEADER
 from ._redis import REDIS_ERRORS, RedisStore, SessionRecord
 from ._registry import ClusterRegistry, restore
 from ._settings import NODE_HEADER, ClusterSettings
@@ -43,6 +43,17 @@ if TYPE_CHECKING:
 __all__ = ["RedisCluster"]
 
 log = logging.getLogger("trio_mcp.cluster")
+
+
+def _check_resumption(session: HttpSessionStream, scope: Scope, headers: dict[str, str]) -> None:
+    """A resumption (``Last-Event-ID``) of a stream of the session's previous
+    owner: that stream died with it, its requests will never be answered, so
+    ``410`` (a client then fails them) rather than the new standalone stream."""
+    last = headers.get(LAST_EVENT_HEADER)
+    if last is not None and scope.get("method") == "GET":
+        stream_id = last.strip().rpartition(":")[0]
+        if stream_id and not session.owns(stream_id):
+            raise HttpError(410, "Gone: that stream was lost with the node that served it")
 
 
 class _Broadcast(msgspec.Struct, frozen=True):
@@ -357,8 +368,11 @@ class RedisCluster:
         :class:`~trio_mcp.serving.http.ClusterHook`)."""
         if FORWARDED in scope:
             session_id = headers.get(SESSION_HEADER)
-            if session_id is not None and await self.app.registry.get(session_id) is None:
-                raise HttpError(421, "Misdirected Request: not this session's owner", headers=[MISDIRECTED])
+            if session_id is not None:
+                local = await self.app.registry.get(session_id)
+                if local is None:
+                    raise HttpError(421, "Misdirected Request: not this session's owner", headers=[MISDIRECTED])
+                _check_resumption(local, scope, headers)
             return send
         if self.settings.node_header:
             send = self._with_node_header(send)
@@ -366,14 +380,19 @@ class RedisCluster:
         session_id = headers.get(SESSION_HEADER)
         if session_id is None or app.settings.stateless:
             return send
-        if await app.registry.get(session_id) is not None:
+        local = await app.registry.get(session_id)
+        if local is not None:
             if not self.healthy:
                 raise HttpError(503, "Service Unavailable: the session store cannot be reached")
             if session_id not in self._saved:
                 self._save_soon.set()  # its handshake state, for an adoption, as soon as it has one
+            _check_resumption(local, scope, headers)
             return send
         record = await self._route(session_id)
         if record is None:
+            local = await app.registry.get(session_id)
+            if local is not None:  # adopted just now
+                _check_resumption(local, scope, headers)
             return send  # here (adopted), or unknown (404)
         body = await read_request(self, scope, receive, headers)
         if body is None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 import attrs
 import coredis
 import trio
@@ -38,8 +39,16 @@ from ._settings import ClusterSettings
 
 __all__ = ["REDIS_ERRORS", "RedisStore", "SessionRecord"]
 
-#: What a Redis call raises when the server is away or slow (a 503, a retry).
-REDIS_ERRORS = (coredis.exceptions.RedisError, OSError, trio.TooSlowError)
+#: What a Redis call raises when the server is away or slow (a 503, a retry);
+#: coredis (on anyio) also lets anyio's stream errors out of a lost connection.
+REDIS_ERRORS = (
+    coredis.exceptions.RedisError,
+    OSError,
+    trio.TooSlowError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+)
 
 _LOOKUP = """
 local s = redis.call('HMGET', KEYS[1], 'owner', 'nonce', 'fence', 'state')
