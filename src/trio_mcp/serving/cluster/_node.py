@@ -371,7 +371,9 @@ class RedisCluster:
             if session_id is not None:
                 local = await self.app.registry.get(session_id)
                 if local is None:
-                    raise HttpError(421, "Misdirected Request: not this session's owner", headers=[MISDIRECTED])
+                    raise HttpError(
+                        421, "Misdirected Request: not this session's owner", headers=[MISDIRECTED]
+                    )
                 _check_resumption(local, scope, headers)
             return send
         if self.settings.node_header:
