@@ -23,6 +23,7 @@ from ._helpers import (
     ACCEPT_BOTH,
     TIMEOUT,
     call,
+    handshake_saved,
     headers_for,
     init_message,
     keys,
@@ -220,3 +221,39 @@ def test_cluster_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="store_timeout"):
         ClusterSettings(url="redis://x", store_timeout=0)
     assert ClusterSettings(url="redis://x").node_id != ClusterSettings(url="redis://x").node_id
+
+
+async def test_a_dead_reader_stops_the_lease_with_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with real_redis(tmp_path) as redis, redis_client(redis.url) as store:
+        async with nodes(redis, "a") as running:
+            ((url_a, cluster_a),) = running
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                with trio.fail_after(TIMEOUT):
+                    session_id, _ = await open_session(client, url_a)
+                    nonce = cluster_a.nonce
+                    assert await store.get("store:node:a") == nonce.encode()
+                    # A malformed entry is ignored, not fatal.
+                    await store.xadd("store:inbox:a", {"k": "req", "f": "x"})
+                    assert (await result_of(client, url_a, session_id, call(1, "where")))["content"]
+                    await handshake_saved(store, "store:", session_id)
+                    reading = cluster_a.store.read
+                    crashed = trio.Event()
+
+                    async def crash_once(*args: Any) -> Any:
+                        if not crashed.is_set():
+                            crashed.set()
+                            raise RuntimeError("the inbox reader fails")
+                        return await reading(*args)
+
+                    monkeypatch.setattr(cluster_a.store, "read", crash_once)
+                    await crashed.wait()
+                    # One for all: the lease restarted with the reader, under a new nonce,
+                    # and the sessions of the old one ended here.
+                    while cluster_a.lease_losses == 0 or not cluster_a.healthy:
+                        await trio.sleep(0.02)
+                    assert cluster_a.nonce != nonce
+                    assert await store.get("store:node:a") == cluster_a.nonce.encode()
+                    assert cluster_a.app.registry.count() == 0
+                    # Its saved state lets the node take it back at the next request.
+                    assert (await result_of(client, url_a, session_id, call(2, "where")))["content"]
+                    assert cluster_a.adopted == 1

@@ -56,6 +56,10 @@ def _check_resumption(session: HttpSessionStream, scope: Scope, headers: dict[st
             raise HttpError(410, "Gone: that stream was lost with the node that served it")
 
 
+#: What a forwarded request must carry (see ``_tunnel.forward``).
+_REQUEST_FIELDS = (b"f", b"from", b"m", b"p", b"h")
+
+
 class _Broadcast(msgspec.Struct, frozen=True):
     node: str
     method: str
@@ -268,10 +272,12 @@ class RedisCluster:
 
     def _dispatch(self, fields: dict[bytes, bytes]) -> None:
         kind = fields.get(b"k")
-        ident = fields.get(b"f", b"").decode()
+        ident = fields.get(b"f", b"").decode("utf-8", "replace")
         if kind == b"req":
             nursery = self._nursery
-            if nursery is not None:
+            if not all(fields.get(k) for k in _REQUEST_FIELDS):
+                log.warning("an inbox entry that is no request was ignored: %r", sorted(fields))
+            elif nursery is not None:
                 nursery.start_soon(self._serve_forwarded, fields)
         elif kind == b"start" or kind == b"body":
             reply = self.replies.get(ident)
