@@ -7,6 +7,22 @@ Redis (the ``redis`` extra: ``pip install 'trio-mcp[redis]'``).
 ``redis_url`` setting, or ``trio-mcp run … -t http --redis URL``). Without
 one, the app keeps its sessions in memory, as one process does.
 
+Design (following ``SCALE-OUT.md`` §4, with one change): the node that
+answers ``initialize`` owns the session; any node takes any request, and one
+for a session owned elsewhere is forwarded *whole* (the HTTP request, not its
+JSON-RPC frames) to the owner's inbox stream, served there by the same
+POST/GET/DELETE code as a direct one, its response relayed back through the
+asking node's inbox. So the owner's event store stays the one source of
+event ids and replays (a resumption on any node is forwarded like anything
+else), the owner re-runs every check (``Host``, version, session) itself, and
+the HTTP modules need one hook (:class:`~trio_mcp.serving.http.ClusterHook`)
+instead of a remote mode for their streams. A stream is lost with its owner
+(its calls fail with :class:`OwnerLost`, a later resumption gets ``410``),
+which is all a durable per-stream Redis Stream would have saved: the
+handlers that fed it die with the owner. Fencing is by the owner's lease
+nonce, checked in the same script as every write it makes, plus a fence
+counter on the session bumped by each adoption.
+
 Modules: ``_settings`` (:class:`ClusterSettings`, :class:`OwnerLost`),
 ``_redis`` (the keys and commands), ``_node`` (the node: lease, inbox, bus,
 routing), ``_registry`` (the session registry and handshake state),
