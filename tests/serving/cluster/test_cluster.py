@@ -172,17 +172,16 @@ async def test_a_cancellation_sent_to_a_third_node_cancels_the_handler_on_the_ow
             session_id, _ = await open_session(client, n2.url)
             before = (await result_of(client, n1.url, session_id, call(1, "cancelled")))["structuredContent"]
             headers = headers_for(session_id)
-            progress = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
-            progress["params"] = {"name": "slow", "arguments": {}, "_meta": {"progressToken": "p"}}
+            slow_body = call(2, "slow")
             async with trio.open_nursery() as nursery:
                 ended = trio.Event()
 
                 async def slow_call() -> None:
-                    answer = await client.post(n3.url, content=json.dumps(progress), headers=headers)
-                    # Cancelled: never answered (202 or an SSE stream that just ends).
-                    assert (
-                        not [m for m in messages_of(answer) if m.get("id") == 2] if answer.content else True
-                    )
+                    answer = await client.post(n3.url, content=json.dumps(slow_body), headers=headers)
+                    # Cancelled: never answered (202, or an SSE stream that just ends).
+                    assert answer.status_code in (200, 202)
+                    if answer.content:
+                        assert all(m.get("id") != 2 for m in messages_of(answer))
                     ended.set()
 
                 nursery.start_soon(slow_call)
