@@ -19,9 +19,11 @@ every round:
   owner through Redis and its answer relayed back: a session opened on one
   node and used on another).
 
-Reported: the median over the rounds of calls/s and p50/p99 latency, and per
-round the ratios forwarded/local and local/memory, with the 1-minute load
-average (the machine is shared: compare ratios, not absolute figures).
+Reported: the median over the rounds of calls/s, p50/p99 latency and the CPU
+per call of the server side (``memory``: its process; ``local`` and
+``forwarded``: both nodes and redis-server), and per round the ratios
+forwarded/local and local/memory, with the 1-minute load average (the machine
+is shared: compare ratios, CPU per call above all, not absolute figures).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from _report import load_average
 SERVER = HERE / "servers" / "trio_http_server.py"
 ROWS = ("memory", "local", "forwarded")
 CONCURRENCIES = (1, 16)
-METRICS = ("calls_per_s", "p50_us", "p99_us")
+METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us")
 
 
 def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -113,6 +115,8 @@ def main() -> int:
                 "local": (servers["a"], servers["a"]),
                 "forwarded": (servers["b"], servers["a"]),
             }
+            cluster_pids = [servers["a"].pid, servers["b"].pid, redis.pid]
+            pids = {"memory": [servers["memory"].pid], "local": cluster_pids, "forwarded": cluster_pids}
             for n in range(1, args.rounds + 1):
                 info: dict[str, Any] = {"round": n, "load_before": load_average()}
                 shift = (n - 1) % len(ROWS)
@@ -128,7 +132,8 @@ def main() -> int:
                         "warmup": args.warmup,
                         "seconds": args.seconds,
                         "prime": args.warmup,
-                        "serverPid": called.pid,
+                        # CPU per call of every server-side process the row uses.
+                        "serverPid": pids[row],
                         "clockTicks": clock_ticks(),
                     }
                     budget = (args.seconds + args.warmup) * len(CONCURRENCIES) * 4 + 60
@@ -172,10 +177,11 @@ def summarize(
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print("median over the rounds (calls/s, p50 µs, p99 µs):")
+    print("median over the rounds (calls/s, p50 µs, p99 µs, server-side CPU µs per call):")
     for row, by_c in report["medians"].items():
         cells = "  ".join(
-            f"c{c}: {v['calls_per_s']:.0f}/s p50 {v['p50_us']:.0f} p99 {v['p99_us']:.0f}"
+            f"c{c}: {v['calls_per_s']:.0f}/s p50 {v['p50_us']:.0f} p99 {v['p99_us']:.0f} "
+            f"cpu {v['server_cpu_us']:.0f}"
             for c, v in by_c.items()
         )
         print(f"  {row:<10} {cells}")
