@@ -257,3 +257,21 @@ async def test_a_dead_reader_stops_the_lease_with_it(tmp_path: Path, monkeypatch
                     # Its saved state lets the node take it back at the next request.
                     assert (await result_of(client, url_a, session_id, call(2, "where")))["content"]
                     assert cluster_a.adopted == 1
+
+
+async def test_two_live_processes_never_share_a_node_id(tmp_path: Path) -> None:
+    async with real_redis(tmp_path) as redis, redis_client(redis.url) as store:
+        async with nodes(redis, "a") as running, trio.open_nursery() as nursery:
+            ((_, first),) = running
+            twin = RedisCluster(
+                ClusterSettings(
+                    url=redis.url, prefix="store:", node_id="a", lease_ttl=1.0, renew_interval=0.25
+                )
+            )
+            await nursery.start(HttpServer(make_app("twin"), cluster=twin).run)
+            with trio.fail_after(TIMEOUT):
+                while twin.refused < 2:
+                    await trio.sleep(0.02)  # its renewals, in the background
+            assert not twin.healthy and first.healthy
+            assert await store.get("store:node:a") == first.nonce.encode()
+            nursery.cancel_scope.cancel()

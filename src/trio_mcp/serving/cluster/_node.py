@@ -95,6 +95,8 @@ class RedisCluster:
         self._save_soon = trio.Event()
         self._bus_send, self._bus_recv = trio.open_memory_channel[bytes](settings.bus_queue)
         self.lease_losses = 0
+        #: Times the lease could not be taken: another live process has this node id.
+        self.refused = 0
         self.forwarded = 0
         self.adopted = 0
         self.broadcasts_dropped = 0
@@ -119,6 +121,7 @@ class RedisCluster:
             "healthy": self.healthy,
             "draining": self.draining,
             "lease_losses": self.lease_losses,
+            "lease_refused": self.refused,
             "forwarded_in": self.forwarded,
             "adopted": self.adopted,
             "serving_forwarded": len(self.exchanges),
@@ -222,9 +225,12 @@ class RedisCluster:
         try:
             with trio.fail_after(settings.store_timeout):
                 if not self._registered:
-                    await self.store.register(settings.node_id, nonce, fresh=not self._booted)
+                    held = await self.store.register(settings.node_id, nonce, fresh=not self._booted)
+                    if not held:
+                        self.refused += 1
+                        log.warning("node id %s is held by another live process: waiting", settings.node_id)
+                        return
                     self._registered = self._booted = True
-                    held = True
                 else:
                     held = await self.store.renew(settings.node_id, nonce)
         except REDIS_ERRORS as exc:

@@ -4,7 +4,8 @@ Keys (every one behind :attr:`ClusterSettings.prefix`):
 
 ``node:{nid}``
     the node's lease: a random boot nonce, ``PX lease_ttl``, renewed every
-    ``renew_interval``. A node whose key is gone (or holds another nonce) is
+    ``renew_interval``, taken only when free (two live processes never share
+    a node id; a restarted node waits for its previous life's lease to end). A node whose key is gone (or holds another nonce) is
     dead; so are its sessions' calls in flight.
 ``inbox:{nid}``
     a stream (``MAXLEN ~ inbox_maxlen``): the requests other nodes forward to
@@ -80,6 +81,12 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
+_REGISTER = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+if ARGV[3] == '1' then redis.call('DEL', KEYS[2]) end
+return 1
+"""
+
 _RENEW = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -129,6 +136,7 @@ class RedisStore:
         self._adopt = self.client.register_script(_ADOPT)
         self._fenced_xadd = self.client.register_script(_FENCED_XADD)
         self._save = self.client.register_script(_SAVE)
+        self._register = self.client.register_script(_REGISTER)
         self._renew = self.client.register_script(_RENEW)
         self._release = self.client.register_script(_RELEASE)
         self._delete_mine = self.client.register_script(_DELETE_MINE)
@@ -138,12 +146,15 @@ class RedisStore:
 
     # --------------------------------------------------------------- leases
 
-    async def register(self, node: str, nonce: str, *, fresh: bool) -> None:
-        """Take the lease afresh (``fresh``: at boot, with an empty inbox)."""
-        async with self.client.pipeline(transaction=True) as pipe:
-            if fresh:
-                pipe.delete([self.key("inbox", node)])
-            pipe.set(self.key("node", node), nonce, px=_ms(self.settings.lease_ttl))
+    async def register(self, node: str, nonce: str, *, fresh: bool) -> bool:
+        """Take the lease afresh (``fresh``: at boot, with an empty inbox);
+        False while another live process holds this node id (or this one's
+        previous life, until its lease runs out)."""
+        taken: Any = await self._register(
+            keys=[self.key("node", node), self.key("inbox", node)],
+            args=[nonce, _ms(self.settings.lease_ttl), "1" if fresh else "0"],
+        )
+        return bool(taken)
 
     async def renew(self, node: str, nonce: str) -> bool:
         """Extend the lease; False when it was lost (expired, or taken over)."""
