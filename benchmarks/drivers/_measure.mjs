@@ -22,9 +22,11 @@ const round1 = (x) => Math.round(x * 10) / 10;
  * calls that complete inside the measured window count (the window is
  * extended until one has, if none did in time). The window starts and
  * ends on timers, where the server's CPU time (`pid`'s /proc stat, `clockTicks`
- * a second) and the driver's own are sampled. Returns the row's figures.
+ * a second; `pid` may be a list: their sum, for a server made of several
+ * processes) and the driver's own are sampled. Returns the row's figures.
  */
 export async function measure({ call, caller: makeCall, concurrency, warmup, seconds, pid, clockTicks }) {
+  const serverTicks = () => cpuTicks(pid);
   const latencies = [];
   let measuring = false;
   let stopped = false;
@@ -35,7 +37,7 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
   let own0 = null;
   let own1 = null;
   const startTimer = setTimeout(() => {
-    cpu0 = cpuTicks(pid);
+    cpu0 = serverTicks();
     own0 = process.cpuUsage();
     t0 = performance.now();
     measuring = true;
@@ -45,7 +47,7 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
   let extended = false;
   function endWindow() {
     t1 = performance.now();
-    cpu1 = cpuTicks(pid);
+    cpu1 = serverTicks();
     own1 = process.cpuUsage(own0);
     measuring = false;
     stopped = true;

@@ -5,6 +5,8 @@
 // Raw JSON-RPC over an undici keep-alive Pool (its dispatch API; undici is pinned in
 // tests/interop/package.json), no MCP client library. Options (one JSON object):
 //   url            the server's MCP endpoint
+//   initUrl        optional: perform the handshake there (another node of a cluster),
+//                  then call `url` with that session
 //   eras           ["handshake", "2026-07-28"]: handshake = initialize +
 //                  notifications/initialized, then calls carrying Mcp-Session-Id and
 //                  MCP-Protocol-Version; 2026-07-28 = stateless calls carrying _meta
@@ -39,6 +41,8 @@ const opts = JSON.parse(process.argv[2]);
 const target = new URL(opts.url);
 const pool = new Pool(target.origin, { connections: opts.connections, pipelining: 1 });
 const path = target.pathname;
+const initTarget = opts.initUrl ? new URL(opts.initUrl) : target;
+const initPool = opts.initUrl ? new Pool(initTarget.origin, { connections: 1, pipelining: 1 }) : pool;
 
 /** The JSON-RPC answer in a body, JSON or an SSE stream (its first non-empty `data:` answer). */
 function answerOf(text, contentType) {
@@ -56,13 +60,13 @@ function answerOf(text, contentType) {
 
 /** One POST on the pool, through undici's dispatch API (no response stream
  * object, about a third less driver CPU per call than `pool.request`). */
-function post(headers, body) {
+function post(headers, body, via = pool, at = path) {
   return new Promise((resolve, reject) => {
     let status = 0;
     let responseHeaders = {};
     const chunks = [];
-    pool.dispatch(
-      { path, method: 'POST', headers, body },
+    via.dispatch(
+      { path: at, method: 'POST', headers, body },
       {
         onRequestStart() {},
         onResponseStart(_controller, statusCode, received) {
@@ -119,13 +123,20 @@ async function callShape(era) {
       method: 'initialize',
       params: { protocolVersion: HANDSHAKE_VERSION, capabilities: {}, clientInfo: CLIENT_INFO },
     }),
+    initPool,
+    initTarget.pathname,
   );
   if (init.status !== 200) throw new Error(`initialize: HTTP ${init.status} ${init.text}`);
   const version = answerOf(init.text, init.headers['content-type'] || '').result.protocolVersion;
   const session = init.headers['mcp-session-id'];
   const headers = { ...BASE_HEADERS, 'mcp-protocol-version': version };
   if (session !== undefined) headers['mcp-session-id'] = session;
-  const initialized = await post(headers, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  const initialized = await post(
+    headers,
+    JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    initPool,
+    initTarget.pathname,
+  );
   if (initialized.status !== 202 && initialized.status !== 200) {
     throw new Error(`notifications/initialized: HTTP ${initialized.status} ${initialized.text}`);
   }
@@ -187,4 +198,5 @@ try {
   process.exitCode = 1;
 } finally {
   await pool.close();
+  if (initPool !== pool) await initPool.close();
 }

@@ -62,6 +62,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--profile", metavar="FILE", default=None, help="run under cProfile, write the stats here"
     )
+    parser.add_argument("--redis", metavar="URL", help="a node of a cluster on this Redis (bench_cluster.py)")
+    parser.add_argument("--node-id", default=None, help="with --redis: this node's id")
     return parser.parse_args(argv)
 
 
@@ -102,7 +104,15 @@ def main(argv: list[str]) -> int:
         nursery.cancel_scope.deadline = trio.current_time() + 5
 
     async def serve() -> None:
-        server = HttpServer(app, host="127.0.0.1", port=args.port, json_response=args.json_response)
+        cluster = None
+        if args.redis:
+            from trio_mcp.serving.cluster import ClusterSettings, RedisCluster
+
+            named = {"node_id": args.node_id} if args.node_id else {}
+            cluster = RedisCluster(ClusterSettings(url=args.redis, **named))  # type: ignore[arg-type]
+        server = HttpServer(
+            app, host="127.0.0.1", port=args.port, json_response=args.json_response, cluster=cluster
+        )
         async with trio.open_nursery() as nursery:
             info = await nursery.start(server.run)
             print(f"url {info.url}", flush=True)

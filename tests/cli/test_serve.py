@@ -139,3 +139,41 @@ def test_gateway_http_reports_each_backing_server_in_readyz(tmp_path: Path) -> N
         report = ready.json()
         assert report["ready"] is True
         assert report["servers"]["everything"]["connected"] is True
+
+
+# ------------------------------------------------------- several processes
+
+
+def test_redis_comes_from_the_option_or_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trio_mcp.cli._main import _parser
+    from trio_mcp.cli._serve import REDIS_ENV, ServeOptions
+
+    monkeypatch.delenv(REDIS_ENV, raising=False)
+    alone = ServeOptions.from_args(_parser().parse_args(["run", "app.py", "-t", "http"]))
+    assert alone.redis_url is None and alone.cluster() is None
+    argv = ["gateway", "fleet.json", "-t", "http", "--redis", "redis://127.0.0.1:7/0", "--node-id", "g1"]
+    given = ServeOptions.from_args(
+        _parser().parse_args([*argv, "--owner-failure", "drop", "--lease-ttl", "2"])
+    )
+    cluster = given.cluster()
+    assert cluster.settings.url == "redis://127.0.0.1:7/0" and cluster.settings.node_id == "g1"
+    assert cluster.settings.owner_failure == "drop" and cluster.settings.lease_ttl == 2.0
+    monkeypatch.setenv(REDIS_ENV, "unix:///run/redis.sock")
+    from_env = ServeOptions.from_args(_parser().parse_args(["run", "app.py", "-t", "http"]))
+    assert from_env.redis_url == "unix:///run/redis.sock"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["run", "--help"])
+    assert REDIS_ENV in capsys.readouterr().out  # documented in --help
+
+
+async def test_redis_needs_the_http_transport() -> None:
+    from trio_mcp.cli._serve import ServeOptions, serve
+    from trio_mcp.cli._targets import TargetError
+    from trio_mcp.server import MCPServer
+
+    with pytest.raises(TargetError, match="needs -t http"):
+        await serve(MCPServer("x"), ServeOptions(transport="ws", redis_url="redis://127.0.0.1:7/0"))
+    with pytest.raises(TargetError, match="bad cluster option"):
+        ServeOptions(transport="http", redis_url="redis://x", lease_ttl=0.0).cluster()

@@ -8,6 +8,11 @@ names. ``--allowed-host NAME`` adds a name (``'*'``: any), as the names a
 proxy or a DNS record give the server must be named. ``--allowed-origin``
 adds a browser origin to the loopback ones (CORS is answered for them). The
 names in force are printed at start-up, after the line with the URL.
+
+``-t http --redis URL`` (or the environment variable ``TRIO_MCP_REDIS_URL``)
+makes this process one node of a cluster sharing its sessions through Redis
+(see :mod:`trio_mcp.serving.cluster`; the ``redis`` extra): run several
+behind any load balancer, no stickiness needed.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ def usage_error(message: str) -> NoReturn:
     """A command line that cannot be served: the message, exit status 2."""
     print(f"trio-mcp: {message}", file=sys.stderr, flush=True)
     raise SystemExit(2)
+
+
+#: Where ``--redis`` takes its default from.
+REDIS_ENV = "TRIO_MCP_REDIS_URL"
 
 
 def serving_options(parser: argparse.ArgumentParser) -> None:
@@ -97,6 +106,33 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="http: no Prometheus metrics (by default GET /metrics answers them)",
     )
+    cluster = parser.add_argument_group("several processes and nodes (http)")
+    cluster.add_argument(
+        "--redis",
+        default=os.environ.get(REDIS_ENV) or None,
+        metavar="URL",
+        help=f"share sessions with the other processes through this Redis (redis://host:port/db; "
+        f"default: the environment variable {REDIS_ENV}); needs trio-mcp[redis]",
+    )
+    cluster.add_argument("--node-id", metavar="ID", help="this node's name in the cluster (default: random)")
+    cluster.add_argument(
+        "--owner-failure",
+        choices=("adopt", "drop"),
+        default="adopt",
+        help="a session whose node died: adopt it (same session id) or drop it (404, the client "
+        "initializes again); default adopt",
+    )
+    cluster.add_argument("--redis-prefix", default="mcp:", metavar="PREFIX", help="prefix of every Redis key")
+    cluster.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="a node silent this long is dead (its calls fail, its sessions move); default 3",
+    )
+    cluster.add_argument(
+        "--node-header", action="store_true", help="name the serving node in an Mcp-Node response header"
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -127,6 +163,12 @@ class ServeOptions:
 
     #: http: count requests and answer ``GET /metrics`` (``--no-metrics``: off).
     metrics: bool = True
+    # -- several processes and nodes (http): sessions shared through Redis (``redis_url``)
+    node_id: str | None = None
+    owner_failure: str = "adopt"
+    redis_prefix: str = "mcp:"
+    lease_ttl: float = 3.0
+    node_header: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -156,7 +198,41 @@ class ServeOptions:
             request_state_keys=keys,
             drain_timeout=args.drain_timeout,
             metrics=args.metrics,
+            redis_url=args.redis,
+            node_id=args.node_id,
+            owner_failure=args.owner_failure,
+            redis_prefix=args.redis_prefix,
+            lease_ttl=args.lease_ttl,
+            node_header=args.node_header,
         )
+
+    def cluster(self) -> Any:
+        """The :class:`~trio_mcp.serving.cluster.RedisCluster` of ``--redis``, or None."""
+        if self.redis_url is None:
+            return None
+        from ._targets import TargetError
+
+        try:
+            from ..serving.cluster import ClusterSettings, RedisCluster
+        except ImportError as exc:
+            raise TargetError(
+                f"--redis needs the redis extra (pip install 'trio-mcp[redis]'): {exc}"
+            ) from None
+        lease = self.lease_ttl
+        try:
+            settings = ClusterSettings(
+                url=self.redis_url,
+                prefix=self.redis_prefix,
+                owner_failure="drop" if self.owner_failure == "drop" else "adopt",
+                lease_ttl=lease,
+                renew_interval=min(1.0, lease / 3),
+                node_header=self.node_header,
+            )
+            if self.node_id is not None:
+                settings = attrs.evolve(settings, node_id=self.node_id)
+        except ValueError as exc:
+            raise TargetError(f"bad cluster option: {exc}") from None
+        return RedisCluster(settings)
 
     def host_names(self) -> tuple[str, ...]:
         """The ``Host`` names answered (see the module)."""
@@ -211,6 +287,9 @@ async def serve(
         return
     if transport not in TRANSPORTS:
         raise TargetError(f"unknown transport {transport!r}: {', '.join(TRANSPORTS)}")
+    if options.redis_url is not None and transport != "http":
+        raise TargetError(f"--redis (or {REDIS_ENV}) shares Streamable HTTP sessions: it needs -t http")
+    cluster = options.cluster()
     host, port, path = options.host, options.port, options.path
     security = options.security()
     if options.auth is not None and transport != "http":
@@ -233,6 +312,7 @@ async def serve(
                     drain_timeout=options.drain_timeout,
                     fd=options.listen_fd,
                     metrics=options.metrics,
+                    cluster=cluster,
                     **security,
                 )
                 if signals is not None:
@@ -259,6 +339,13 @@ async def serve(
                 if options.auth is not None and server.asgi.auth is not None:
                     line = f"{options.auth.describe()}; metadata: {server.asgi.auth.config.metadata_url()}"
                     print(line, file=out, flush=True)
+                if cluster is not None:
+                    print(
+                        f"node {cluster.settings.node_id} of the cluster on {options.redis_url} "
+                        f"(keys {cluster.settings.prefix}*, owner failure: {cluster.settings.owner_failure})",
+                        file=out,
+                        flush=True,
+                    )
 
 
 def _security_line(options: ServeOptions) -> str:

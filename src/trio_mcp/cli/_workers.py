@@ -331,11 +331,14 @@ def worker_main() -> int:
         return 0  # the parent went away before it said anything
     spec = json.loads(line)
     args = argparse.Namespace(**spec["args"])
+    options = ServeOptions.from_args(args)
     options = attrs.evolve(
-        ServeOptions.from_args(args),
+        options,
         workers=1,
         request_state_keys=tuple(spec["keys"]),
         listen_fd=spec["fd"],
+        # A node id is held by one live process: each worker is a node of its own.
+        node_id=None if options.node_id is None else f"{options.node_id}-{spec['index']}",
     )
     out = os.fdopen(spec["ready_fd"], "w", encoding="utf-8")
     if args.command == "gateway":

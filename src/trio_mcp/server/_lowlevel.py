@@ -51,6 +51,7 @@ _NO_SCOPES: frozenset[str] = frozenset()
 
 #: Items per page of the ``*/list`` methods.
 DEFAULT_PAGE_SIZE = 100
+RESOURCE_UPDATED = "notifications/resources/updated"
 
 
 class LowLevelServer:
@@ -102,6 +103,10 @@ class LowLevelServer:
         self.lifespan = lifespan
         self.state: Any = None
         self.sessions: set[ServerSession] = set()
+        #: Called with every broadcast made here (method, params), before the
+        #: sessions of this process get it: a cluster backend forwards it to
+        #: the other processes, which call :meth:`deliver_broadcast`.
+        self.broadcast_relay: Callable[[str, Any], None] | None = None
         self._lifespan_users = 0
         self._lifespan_lock = trio.Lock()
         self._lifespan_exit: Any = None
@@ -227,20 +232,36 @@ class LowLevelServer:
 
     def broadcast_nowait(self, method: str, params: Any = UNSET) -> None:
         """Queue a notification to every initialized session (never blocks the
-        event loop; from a sync handler's worker thread it hops to the loop)."""
+        event loop; from a sync handler's worker thread it hops to the loop),
+        and hand it to :attr:`broadcast_relay` when one is set."""
         if _hopped_to_trio(self.broadcast_nowait, method, params):
             return
-        for session in list(self.sessions):
-            session.post_nowait(method, params)
+        relay = self.broadcast_relay
+        if relay is not None:
+            relay(method, params)
+        self.deliver_broadcast(method, params)
 
     def notify_resource_updated(self, uri: str) -> None:
         """Tell the sessions subscribed to ``uri`` that it changed (callable
-        from a sync handler's worker thread too)."""
+        from a sync handler's worker thread too), and the relay if any."""
         if _hopped_to_trio(self.notify_resource_updated, uri):
             return
+        relay = self.broadcast_relay
+        if relay is not None:
+            relay(RESOURCE_UPDATED, {"uri": uri})
+        self.deliver_broadcast(RESOURCE_UPDATED, {"uri": uri})
+
+    def deliver_broadcast(self, method: str, params: Any = UNSET) -> None:
+        """Hand a broadcast to this process's sessions only (what the relay of
+        another process calls for a broadcast made there)."""
+        if method == RESOURCE_UPDATED:
+            uri = params.get("uri") if isinstance(params, dict) else None
+            for session in list(self.sessions):
+                if session.wants_resource(uri):  # type: ignore[arg-type]
+                    session.post_nowait(method, params)
+            return
         for session in list(self.sessions):
-            if session.wants_resource(uri):
-                session.post_nowait("notifications/resources/updated", {"uri": uri})
+            session.post_nowait(method, params)
 
     # ------------------------------------------------------------ lifespan
 

@@ -23,10 +23,11 @@ from ._eventstore import EventStore, MemoryEventStore, StoredEvent
 from ._health import Readiness
 from ._server import HttpServer
 from ._session import HttpSessionStream, close_sse_stream
-from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
+from ._sessions import ClusterHook, ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 
 __all__ = [
     "AsgiCallable",
+    "ClusterHook",
     "EventStore",
     "ExpiryPolicy",
     "HttpServer",

@@ -132,7 +132,7 @@ from ._health import Readiness, answer_health, answer_ready
 from ._metrics import Metrics, install_metrics
 from ._post import handle_post
 from ._session import HttpSessionStream
-from ._sessions import ExpiryPolicy, MemorySessionRegistry, SessionRegistry
+from ._sessions import ClusterHook, ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 from ._stateless import StatelessPath
 
 __all__ = ["AsgiCallable", "StreamableHttpApp"]
@@ -207,6 +207,8 @@ class StreamableHttpApp(AsgiApp):
         self._policy = HostPolicy(settings.allowed_hosts, settings.allowed_origins)
         #: Where sessions are found by id (:class:`MemorySessionRegistry` by default).
         self.registry: SessionRegistry = MemorySessionRegistry() if registry is None else registry
+        #: Shares sessions with other processes (:mod:`trio_mcp.serving.cluster`); None: alone.
+        self.cluster: ClusterHook | None = None
         self._nursery: trio.Nursery | None = None
         self._running = False
         self._closed = False
@@ -559,6 +561,11 @@ class StreamableHttpApp(AsgiApp):
             origin = headers.get("origin")
             if origin is not None:
                 send = with_cors(send, origin)
+            cluster = self.cluster
+            if cluster is not None:
+                send = await cluster.intercept(scope, receive, send, headers)
+                if send is None:
+                    return  # served by the cluster (forwarded to another node)
             method = scope.get("method", "GET")
             if self.auth is not None and method != "OPTIONS":
                 headers = await self.auth.authenticate(headers)

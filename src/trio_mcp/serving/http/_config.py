@@ -118,6 +118,12 @@ class HttpServerSettings:
     metrics_path: str = "/metrics"
     #: Seconds a browser may cache a CORS preflight answer.
     cors_max_age: int = 600
+    #: Share sessions with other processes and nodes through this Redis
+    #: (``redis://host:port/db``; the ``redis`` extra; see
+    #: :mod:`trio_mcp.serving.cluster`). ``None``: this process alone.
+    redis_url: str | None = None
+    #: This node's name in the cluster (``None``: a random one).
+    node_id: str | None = None
 
     def __attrs_post_init__(self) -> None:
         for name in ("path", "health_path", "ready_path", "metrics_path"):

@@ -33,8 +33,10 @@ class HttpServer:
     ``routes``, ``readiness``, ``registry``, ``event_store``, ``metrics`` and
     ``auth`` (a :class:`~trio_mcp.auth.resource.ResourceServer`: the server is
     an OAuth 2.1 resource server; without its ``resource``, the URL served is
-    the resource URI) are those of :class:`StreamableHttpApp`. Without
-    ``allowed_hosts``, the server answers
+    the resource URI) are those of :class:`StreamableHttpApp`. ``cluster`` (a
+    :class:`~trio_mcp.serving.cluster.RedisCluster`) shares the sessions with
+    other processes; without one, the ``redis_url`` setting makes one (with
+    the ``node_id`` setting). Without ``allowed_hosts``, the server answers
     the loopback names; binding a specific address adds that address; a
     wildcard bind (``0.0.0.0``, ``::``) adds any IP address and this
     machine's host names (:func:`wildcard_hosts`): pass ``allowed_hosts``
@@ -64,6 +66,7 @@ class HttpServer:
         graceful_timeout: float = 2.0,
         drain_timeout: float = 10.0,
         fd: int | None = None,
+        cluster: Any = None,
         **options: Any,
     ) -> None:
         if auth is not None and auth.resource is None and host in WILDCARD_BINDS:
@@ -96,6 +99,15 @@ class HttpServer:
             auth=auth,
             metrics=metrics,
         )
+        if cluster is None and settings.redis_url is not None:
+            from ..cluster import ClusterSettings, RedisCluster
+
+            cluster_settings = ClusterSettings(url=settings.redis_url)
+            if settings.node_id is not None:
+                cluster_settings = attrs.evolve(cluster_settings, node_id=settings.node_id)
+            cluster = RedisCluster(cluster_settings)
+        #: The cluster backend (None: this process alone).
+        self.cluster = cluster
         self.host = host
         self.port = port
         self.graceful_timeout = graceful_timeout
@@ -141,6 +153,8 @@ class HttpServer:
         config.accesslog = None
         config.errorlog = logging.getLogger("trio_mcp.http.hypercorn")
         async with trio.open_nursery() as nursery:
+            if self.cluster is not None:
+                await nursery.start(self.cluster.run, self.asgi)
             await nursery.start(self.asgi.run)
             binds = await nursery.start(_serve, serve, self.asgi, config, self._listener_stop.wait)
             port = _port_of(binds[0]) if binds else self.port
@@ -154,6 +168,8 @@ class HttpServer:
             # End every session and SSE response first, then stop hypercorn,
             # which closes its (now idle) connections; all within a bound.
             nursery.cancel_scope.deadline = trio.current_time() + self.graceful_timeout + 1.0
+            if self.cluster is not None:
+                await self.cluster.drain()
             await self.asgi.aclose()
             with trio.move_on_after(self.graceful_timeout / 2):
                 await self.asgi.wait_responses_done()

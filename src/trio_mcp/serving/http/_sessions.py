@@ -29,7 +29,7 @@ request in flight is never expired nor evicted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -37,7 +37,7 @@ import trio
 if TYPE_CHECKING:
     from ._session import HttpSessionStream
 
-__all__ = ["ExpiryPolicy", "MemorySessionRegistry", "SessionRegistry"]
+__all__ = ["ClusterHook", "ExpiryPolicy", "MemorySessionRegistry", "SessionRegistry"]
 
 
 @attrs.frozen
@@ -116,6 +116,23 @@ class SessionRegistry(Protocol):
         """The server is draining (it takes no new session and will stop):
         release at once what other nodes wait for. Bounded by the server
         (``store_timeout``); an error is logged, and the drain goes on."""
+
+
+@runtime_checkable
+class ClusterHook(Protocol):
+    """A backend that shares sessions between processes (see
+    :mod:`trio_mcp.serving.cluster`), set as :attr:`StreamableHttpApp.cluster`.
+
+    It sees every request on the MCP endpoint before the app does (after the
+    ``Host``/``Origin`` checks); without one (the default) nothing is called."""
+
+    async def intercept(self, scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> Any:
+        """Serve the request elsewhere (say, forward it to the node that runs
+        its session) and return None, or return the ASGI ``send`` the app
+        answers it through here (``send`` itself, or one adding headers). It
+        may raise :class:`~trio_mcp.transports._asgi.HttpError` (``503`` with
+        the backend down)."""
+        ...
 
 
 class MemorySessionRegistry:

@@ -1,0 +1,91 @@
+"""The settings of a cluster node, and the error a lost owner gives."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Final, Literal
+
+import attrs
+
+from ..._util import check_positive
+from ...protocol import InternalError
+
+__all__ = ["NODE_HEADER", "ClusterSettings", "OwnerFailure", "OwnerLost"]
+
+#: The response header naming the node that served a request (``node_header``).
+NODE_HEADER: Final = "mcp-node"
+
+#: What a node does with a session whose owner died: take it over, or forget it (``404``).
+OwnerFailure = Literal["adopt", "drop"]
+
+
+def _node_id() -> str:
+    return secrets.token_hex(6)
+
+
+@attrs.frozen(kw_only=True)
+class ClusterSettings:
+    """Every option and bound of a cluster node, named (times in seconds)."""
+
+    #: ``redis://host:port/db`` (or ``unix:///path/to/redis.sock``).
+    url: str
+    #: Prepended to every key and channel: several deployments share one Redis.
+    prefix: str = "mcp:"
+    #: This node's name in Redis and in the ``Mcp-Node`` header (default: random,
+    #: never ``host:pid``, which gets reused).
+    node_id: str = attrs.field(factory=_node_id)
+    #: A node whose lease was not renewed for this long is dead: its sessions
+    #: are adopted or dropped, their calls in flight fail.
+    lease_ttl: float = 3.0
+    #: How often the lease is renewed (and ingress nodes check an owner that is silent).
+    renew_interval: float = 1.0
+    #: ``"adopt"``: another node takes a dead owner's sessions over from their
+    #: stored handshake state (same ``Mcp-Session-Id``); ``"drop"``: they are
+    #: forgotten and answered ``404`` (the client initializes again).
+    owner_failure: OwnerFailure = "adopt"
+    #: Seconds one Redis command may take (``503`` after, for a session request).
+    store_timeout: float = 2.0
+    #: Entries kept in a node's inbox stream (``MAXLEN ~``).
+    inbox_maxlen: int = 10_000
+    #: Requests forwarded to this node served at once (``503`` beyond).
+    max_forwarded: int = 1024
+    #: Items queued for one forwarded response on its ingress node; a client
+    #: reading slower loses that connection (it resumes with ``Last-Event-ID``).
+    forward_buffer: int = 256
+    #: Change notifications queued for the bus (oldest dropped beyond).
+    bus_queue: int = 256
+    #: Add ``Mcp-Node: <node_id>`` to every response (for tests and operators).
+    node_header: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        check_positive(
+            self,
+            (
+                "lease_ttl",
+                "renew_interval",
+                "store_timeout",
+                "inbox_maxlen",
+                "max_forwarded",
+                "forward_buffer",
+                "bus_queue",
+            ),
+        )
+        if self.renew_interval >= self.lease_ttl:
+            raise ValueError("ClusterSettings.renew_interval must be shorter than lease_ttl")
+        if self.owner_failure not in ("adopt", "drop"):
+            raise ValueError(f"owner_failure must be 'adopt' or 'drop', not {self.owner_failure!r}")
+        if not self.node_id or ":" in self.node_id:
+            raise ValueError("node_id must be non-empty and without ':'")
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+
+class OwnerLost(InternalError):
+    """The node running a request's session died before answering it (the
+    answer a client gets instead of a hang; ``data.owner`` names the node)."""
+
+    def __init__(self, owner: str, **kwargs: Any) -> None:
+        super().__init__(
+            "the server node handling this request was lost", data={"owner_lost": owner}, **kwargs
+        )

@@ -1,0 +1,328 @@
+"""A request of a session that another node owns: forwarded whole, answered whole.
+
+The *ingress* (the node holding the client's HTTP connection) reads the
+request, appends it to the owner's inbox and relays what comes back on its
+own inbox to the client. The *owner* serves it exactly as a request that
+reached it directly (the same POST, GET and DELETE code, on a scope of its
+own), its ``send`` appending every piece of the response to the ingress's
+inbox (fenced: see :mod:`._redis`). So a POST's SSE stream, a standalone GET,
+a resumption with ``Last-Event-ID``, a sampling answer or a cancellation work
+the same whichever node the load balancer picks; the owner's event store
+gives every event its id, and a resumption on any node replays from it.
+
+Never a hang: the ingress checks the owner's lease whenever the relay is
+silent for ``renew_interval``; once the owner is dead, the requests of the
+relay get a JSON-RPC error (:class:`OwnerLost`), within ``lease_ttl`` plus one
+``renew_interval``. The owner stops a forwarded request when its client goes
+away (the ingress says so) or the ingress node dies.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+
+from ...protocol import Request, decode, encode, error_response
+from ...transports._asgi import (
+    Disconnected,
+    HttpError,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    read_body,
+    respond,
+    watch_disconnect,
+)
+from ...transports.http._sse import format_event
+from ._redis import REDIS_ERRORS, SessionRecord
+from ._settings import OwnerLost
+
+if TYPE_CHECKING:
+    from ._node import RedisCluster
+
+__all__ = ["FORWARDED", "MISDIRECTED", "Exchange", "forward", "read_request", "serve_forwarded"]
+
+log = logging.getLogger("trio_mcp.cluster")
+
+#: The scope key marking a request forwarded here by another node (its id).
+FORWARDED: Final = "trio_mcp.forwarded"
+#: The header of an owner's answer that it does not have the session (the
+#: ingress looks its owner up again; never sent to a client).
+MISDIRECTED: Final = (b"mcp-cluster-misdirected", b"1")
+
+_headers_encoder = msgspec.json.Encoder()
+_headers_decoder = msgspec.json.Decoder(list[tuple[str, str]])
+
+
+def _pack_headers(headers: Any) -> bytes:
+    return _headers_encoder.encode([(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers])
+
+
+def _is_sse(headers: Any) -> bool:
+    return any(n == b"content-type" and v.startswith(b"text/event-stream") for n, v in headers)
+
+
+def _unpack_headers(data: bytes) -> list[tuple[bytes, bytes]]:
+    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in _headers_decoder.decode(data)]
+
+
+class Exchange:
+    """A forwarded request being served on its owner."""
+
+    __slots__ = ("disconnected", "ingress", "ingress_nonce")
+
+    def __init__(self, ingress: str, ingress_nonce: str) -> None:
+        self.ingress = ingress
+        self.ingress_nonce = ingress_nonce
+        self.disconnected = trio.Event()
+
+
+# ------------------------------------------------------------------ ingress
+
+
+async def read_request(
+    cluster: RedisCluster, scope: Scope, receive: Receive, headers: dict[str, str]
+) -> bytes | None:
+    """A request's body to forward (``b""`` but for a POST), whole within
+    ``body_timeout`` (``408``); None when the client went away meanwhile."""
+    if scope.get("method") != "POST":
+        return b""
+    http = cluster.app.settings
+    with trio.move_on_after(http.body_timeout):
+        try:
+            return await read_body(receive, headers, http.max_body_size)
+        except Disconnected:
+            return None
+    raise HttpError(408, "Request Timeout", headers=[(b"connection", b"close")])
+
+
+async def forward(
+    cluster: RedisCluster,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    session_id: str,
+    owner: SessionRecord,
+    body: bytes,
+) -> bool:
+    """Serve a request by its session's owner (another node); see the
+    module. False: that node does not have the session (any more), nothing
+    was answered."""
+    settings = cluster.settings
+    method = scope.get("method", "GET")
+    ident = secrets.token_hex(8)
+    entries, replies = trio.open_memory_channel[dict[bytes, bytes]](settings.forward_buffer)
+    cluster.replies[ident] = entries
+    fields = {
+        "k": "req",
+        "f": ident,
+        "from": settings.node_id,
+        "fn": cluster.nonce,
+        "sid": session_id,
+        "m": method,
+        "p": scope.get("path", "/"),
+        "q": scope.get("query_string", b""),
+        "h": _pack_headers(scope.get("headers", ())),
+        "b": body,
+    }
+    relay = _Relay(cluster, send, owner)
+    try:
+        try:
+            with trio.fail_after(settings.store_timeout):
+                await cluster.store.send(owner.owner, fields)
+        except REDIS_ERRORS:
+            raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+            await relay.run(replies, body)
+            nursery.cancel_scope.cancel()
+        return not relay.misdirected
+    finally:
+        del cluster.replies[ident]
+        if relay.lost:
+            cluster.routes.pop(session_id, None)
+        if not relay.ended and not relay.lost:
+            # The client went away (or the relay could not keep up): the owner stops.
+            with trio.CancelScope(shield=True), trio.move_on_after(settings.store_timeout):
+                try:
+                    await cluster.store.send(owner.owner, {"k": "dis", "f": ident})
+                except Exception as exc:  # best effort (the store may be closing with the server)
+                    log.debug("could not tell %s that a client went away: %r", owner.owner, exc)
+
+
+class _Relay:
+    """Writes the pieces of a forwarded response to the client."""
+
+    def __init__(self, cluster: RedisCluster, send: Send, owner: SessionRecord) -> None:
+        self.cluster = cluster
+        self.send = send
+        self.owner = owner
+        self.started = False
+        self.sse = False
+        self.ended = False
+        self.lost = False
+        self.misdirected = False
+
+    async def run(self, replies: trio.MemoryReceiveChannel[dict[bytes, bytes]], body: bytes) -> None:
+        settings = self.cluster.settings
+        while True:
+            entry = None
+            with trio.move_on_after(settings.renew_interval):
+                try:
+                    entry = await replies.receive()
+                except trio.EndOfChannel:
+                    return  # overflowed: the client resumes (or retries)
+            if entry is None:
+                if not await self._owner_alive():
+                    self.lost = True
+                    await self._fail(body)
+                    return
+                continue
+            kind = entry.get(b"k")
+            if kind == b"start":
+                response_headers = _unpack_headers(entry.get(b"h", b"[]"))
+                if MISDIRECTED in response_headers:
+                    self.misdirected = self.ended = True
+                    return
+                self.started = True
+                self.sse = _is_sse(response_headers)
+                await self.send(
+                    {"type": "http.response.start", "status": int(entry[b"s"]), "headers": response_headers}
+                )
+            if b"more" in entry:  # a piece of the body (with the start, for a whole answer)
+                message = {"type": "http.response.body", "body": entry.get(b"b", b""), "more_body": True}
+                if entry.get(b"more") == b"1":
+                    await self.send(message)
+                    continue
+                self.ended = True
+                message["more_body"] = False
+                await self._last_write(message)
+                return
+
+    async def _last_write(self, message: dict[str, Any]) -> None:
+        # Shielded from the disconnect watcher: once the response is complete
+        # the server reports a disconnect while still inside this very send
+        # (hypercorn), and cancelling it there would strand the connection.
+        with trio.CancelScope(shield=True), trio.fail_after(self.cluster.app.settings.write_timeout):
+            await self.send(message)
+
+    async def _owner_alive(self) -> bool:
+        owner = self.owner
+        try:
+            with trio.fail_after(self.cluster.settings.store_timeout):
+                return await self.cluster.store.alive(owner.owner, owner.nonce)
+        except REDIS_ERRORS:
+            return False  # the store is gone: so is any answer through it
+
+    async def _fail(self, body: bytes) -> None:
+        """The owner died: every request of the relay gets an error (never a hang)."""
+        owner = self.owner.owner
+        log.warning("node %s died while serving a forwarded request", owner)
+        frame = decode(body) if body else None
+        items = frame if type(frame) is list else [frame]
+        errors = [error_response(m.id, OwnerLost(owner)) for m in items if type(m) is Request]
+        if not self.started:
+            if not errors:
+                raise HttpError(503, f"Service Unavailable: node {owner} of this session was lost")
+            await respond(self.send, 200, encode(errors if type(frame) is list else errors[0]))
+            return
+        data = b"".join(format_event(None, encode(e)) for e in errors) if self.sse else b""
+        await self._last_write({"type": "http.response.body", "body": data, "more_body": False})
+
+
+# -------------------------------------------------------------------- owner
+
+
+async def serve_forwarded(cluster: RedisCluster, fields: dict[bytes, bytes], *, busy: bool = False) -> None:
+    """Serve a request another node forwarded here, as if it had come directly
+    (``busy``: answer ``503`` instead)."""
+    ident = fields[b"f"].decode()
+    ingress = fields[b"from"].decode()
+    exchange = Exchange(ingress, fields.get(b"fn", b"").decode())
+    cluster.exchanges[ident] = exchange
+    nonce = cluster.nonce
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": fields[b"m"].decode(),
+        "scheme": "http",
+        "path": fields[b"p"].decode(),
+        "raw_path": fields[b"p"],
+        "query_string": fields.get(b"q", b""),
+        "root_path": "",
+        "headers": _unpack_headers(fields[b"h"]),
+        "client": None,
+        "server": None,
+        FORWARDED: ident,
+    }
+    pending_body: list[bytes] = [fields.get(b"b", b"")]
+
+    async def receive() -> dict[str, Any]:
+        if pending_body:
+            return {"type": "http.request", "body": pending_body.pop(), "more_body": False}
+        await exchange.disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    held: list[dict[str, str | bytes]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            response_headers = message.get("headers", ())
+            entry: dict[str, str | bytes] = {
+                "k": "start",
+                "f": ident,
+                "s": str(message["status"]),
+                "h": _pack_headers(response_headers),
+            }
+            if not _is_sse(response_headers):
+                held.append(entry)  # a whole answer follows at once: one write for both
+                return
+        else:
+            entry = {
+                "k": "start" if held else "body",
+                "f": ident,
+                "b": message.get("body", b""),
+                "more": "1" if message.get("more_body", False) else "0",
+            }
+            if held:
+                entry = {**held.pop(), **entry}
+        with trio.fail_after(cluster.settings.store_timeout):
+            written = await cluster.store.send_fenced(ingress, cluster.settings.node_id, nonce, entry)
+        if not written:
+            cluster.fenced(nonce, "a forwarded response could not be written: the lease is lost")
+            raise trio.BrokenResourceError("fenced: this node lost its lease")
+        if entry["k"] == "start":
+            started.append(True)
+        if entry.get("more") == "0":
+            completed.append(True)
+
+    started: list[bool] = []
+    completed: list[bool] = []
+    try:
+        try:
+            if busy:
+                await respond(send, 503, error_body(-32000, "Service Unavailable: the owner node is busy"))
+            else:
+                await cluster.app(scope, receive, send)
+        except (trio.BrokenResourceError, *REDIS_ERRORS) as exc:
+            log.debug("forwarded request %s from %s ended: %r", ident, ingress, exc)
+        except Exception:
+            log.exception("forwarded request %s from %s failed", ident, ingress)
+        if not completed and not exchange.disconnected.is_set():
+            # Never leave the ingress waiting on a live owner: end the response.
+            with trio.CancelScope(shield=True), trio.move_on_after(cluster.settings.store_timeout):
+                try:
+                    if started or held:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    else:
+                        await respond(send, 500, error_body(-32603, "the owner node failed to answer"))
+                except (trio.BrokenResourceError, *REDIS_ERRORS):
+                    pass
+    finally:
+        cluster.exchanges.pop(ident, None)
