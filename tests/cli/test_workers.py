@@ -6,6 +6,7 @@ answer, so the next connection goes to the other one."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -21,6 +22,7 @@ from ._served import (
     alive,
     call_modern,
     initialize,
+    post,
     served,
     text,
     wait_gone,
@@ -167,3 +169,60 @@ async def test_request_state_keys_from_the_command_line_and_the_environment() ->
                 assert refused["error"]["code"] == -32602
                 assert "requestState" in refused["error"]["message"]
                 assert "keys" in refused["error"]["message"]
+
+
+@pytest.mark.skipif(
+    shutil.which("redis-server") is None,
+    reason="needs Debian's redis-server (scripts/setup-interop installs it)",
+)
+async def test_two_workers_on_redis_serve_one_handshake_session_whichever_takes_the_request(
+    tmp_path: Path,
+) -> None:
+    """``--workers 2 --redis URL``: sessions are shared, so no --stateless is
+    needed; each worker is a node of its own (``--node-id w`` gives w-0 and
+    w-1), and a call that reaches the worker not owning the session is
+    forwarded to the one that does."""
+    from tests.serving.cluster.conftest import RedisServer
+
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        with trio.fail_after(TIMEOUT * 3):
+            args = (
+                "--workers",
+                "2",
+                "--redis",
+                redis.url,
+                "--node-id",
+                "w",
+                "--node-header",
+                "--json-response",
+            )
+            async with served(*args) as server:
+                opened = await initialize(server.url)
+                assert opened.status_code == 200
+                headers = {
+                    "mcp-session-id": opened.headers["mcp-session-id"],
+                    "mcp-protocol-version": opened.json()["result"]["protocolVersion"],
+                }
+                note = await post(
+                    server.url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers
+                )
+                assert note.status_code == 202
+                ingress: set[str] = set()
+                owners: set[str] = set()
+                for request_id in range(2, 200):  # each POST on a connection of its own
+                    call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call"}
+                    answer = await post(
+                        server.url, {**call, "params": {"name": "pid", "arguments": {}}}, headers
+                    )
+                    assert answer.status_code == 200, answer.text
+                    owners.add(text(answer.json()))
+                    ingress.add(answer.headers["mcp-node"])
+                    if len(ingress) == 2:
+                        break
+                assert ingress == {"w-0", "w-1"}  # both workers took requests of the session
+                (owner,) = owners  # and one of them ran every call
+                assert int(owner) in server.worker_pids
+    finally:
+        redis.stop()
