@@ -20,7 +20,10 @@ only on a busy machine). Targets, one process each, rotated over the rounds:
 
 * ``trio-mcp``: ``servers/trio_echo_server.py`` (project venv);
 * ``ts-sdk``: ``drivers/ts_stdio_server.mjs`` (Node, the pinned TypeScript SDK);
-* ``gateway``: ``trio-mcp gateway FILE -t stdio`` in front of ``trio_echo_server.py``.
+* ``gateway``: ``trio-mcp gateway FILE -t stdio`` in front of ``trio_echo_server.py``;
+* ``baseline``: ``trio_echo_server.py`` importing ``trio_mcp`` from ``--baseline SRC``
+  (another checkout's ``src``, e.g. ``git archive main src | tar -x -C /tmp/main``):
+  before/after comparisons in one run.
 
 ``--profile DIR`` runs our server under cProfile (one ``.prof`` file per
 concurrency, over the measured calls only) and prints the call counts per
@@ -177,6 +180,8 @@ def command(target: str, args: argparse.Namespace, workdir: Path) -> tuple[list[
             json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(OURS)]}}})
         )
         return [sys.executable, "-m", "trio_mcp", "gateway", str(config), "-t", "stdio"], env
+    if target == "baseline":
+        env["PYTHONPATH"] = str(args.baseline)  # another checkout's trio_mcp first
     return [sys.executable, str(OURS)], env
 
 
@@ -245,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--targets", default="trio-mcp,ts-sdk", help="trio-mcp, ts-sdk, gateway (default %(default)s)"
+        "--targets",
+        default="trio-mcp,ts-sdk",
+        help="trio-mcp, ts-sdk, gateway, baseline (default %(default)s)",
     )
     parser.add_argument("--concurrencies", default="1,8,64,256", help="calls in flight (default %(default)s)")
     parser.add_argument(
@@ -256,6 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default %(default)s)")
     parser.add_argument("--node", default=None, help="node binary (default: the pinned Node 22, else PATH)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="the src directory of another trio-mcp checkout: target `baseline` runs our server with it",
+    )
     parser.add_argument("--profile", default=None, help="cProfile our server into this directory")
     parser.add_argument(
         "--callgrind", action="store_true", help="instructions per call of our server (valgrind)"
@@ -264,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     concurrencies = [int(c) for c in args.concurrencies.split(",")]
     args.node = args.node or node_binary()
+    if "baseline" in targets and args.baseline is None:
+        parser.error("target baseline needs --baseline SRC_DIR")
     if "ts-sdk" in targets and args.node is None:
         parser.error("ts-sdk needs node (bash scripts/setup-interop)")
     rows: list[dict[str, Any]] = []
@@ -303,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         if "trio-mcp" in med and "ts-sdk" in med:
             print(f"c{c}: TS CPU/call / ours = {med['ts-sdk'] / med['trio-mcp']:.2f}")
+        if "trio-mcp" in med and "baseline" in med:
+            print(f"c{c}: baseline CPU/call / ours = {med['baseline'] / med['trio-mcp']:.2f}")
         if "trio-mcp" in med and "gateway" in med:
             print(f"c{c}: direct CPU/call / gateway = {med['trio-mcp'] / med['gateway']:.2f}")
     print(f"load average now {load_average()}")

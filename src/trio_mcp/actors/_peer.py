@@ -122,7 +122,13 @@ class Peer(_HandlerPool):
         # that a just-spawned worker has not picked up yet) keeps a burst
         # from being refused while workers are still free.
         self._capacity = self.limits.max_concurrent_handlers + self.limits.max_queued_requests
-        self._queue_send, self._queue_recv = trio.open_memory_channel[Request](self._capacity)
+        #: Admitted requests no worker has taken yet (bounded by ``_capacity``:
+        #: see :meth:`_admit`), the workers waiting for one, and the workers
+        #: woken (or started) to take one that have not looked yet.
+        self._queue: deque[Request] = deque()
+        self._idle_workers: list[trio.lowlevel.Task] = []
+        self._standby = 0
+        self._max_workers = self.limits.max_concurrent_handlers
         self._notif_send, self._notif_recv = trio.open_memory_channel[Notification](
             self.limits.max_queued_notifications
         )
@@ -141,7 +147,6 @@ class Peer(_HandlerPool):
         self._writer: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._workers = 0
-        self._idle = 0
         self._running = 0
         self._closed_reason: str | None = None
         self._local_close = False
@@ -279,7 +284,7 @@ class Peer(_HandlerPool):
             self.stream.set_direct(None)  # type: ignore[attr-defined]
         if getattr(type(self.stream), "set_inline", None) is not None:
             self.stream.set_inline(None)  # type: ignore[attr-defined]
-        self._queue_send.close()
+        self._wake_idle_workers()  # they return once the queue is empty
         self._notif_send.close()
         self._outbox_send.close()
         self._batches.clear()
@@ -356,24 +361,16 @@ class Peer(_HandlerPool):
             self._overloaded += 1
             self._reply_nowait(error_response(ident, ServerOverloaded()))
             return
-        try:
-            self._queue_send.send_nowait(req)
-        except trio.WouldBlock:
-            self._overloaded += 1
-            self._reply_nowait(error_response(ident, ServerOverloaded()))
-            return
-        except trio.ClosedResourceError:
+        if self._closed_reason is not None:
             return  # shutting down
+        self._queue.append(req)
         self._inflight[ident] = _Slot(req.method not in NON_CANCELLABLE)
         batch = self._current_batch
         if batch is not None:
             batch.waiting.add(ident)
             self._batches[ident] = batch
-        if self._idle > 0:
-            self._idle -= 1
-        elif self._workers < self.limits.max_concurrent_handlers and self._nursery is not None:
-            self._workers += 1
-            self._nursery.start_soon(self._worker)
+        if self._standby == 0:
+            self._call_standby()
 
     def _notification(self, note: Notification) -> None:
         method = note.method
@@ -604,7 +601,7 @@ class Peer(_HandlerPool):
             pending_calls=len(self._pending),
             handlers_running=self._running,
             workers=self._workers,
-            requests_queued=self._queue_send.statistics().current_buffer_used,
+            requests_queued=len(self._queue),
             notifications_queued=self._notif_send.statistics().current_buffer_used,
             requests_served=self._served,
             requests_overloaded=self._overloaded,

@@ -1,0 +1,115 @@
+"""The handler pool over a real stdio stream (pipes): handlers that finish
+without waiting are served back to back by a few workers, never one task per
+request, and a handler that waits never holds up the requests behind it.
+
+Every wait is bounded by ``fail_after``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from trio_mcp import Peer
+from trio_mcp.actors import InboundRequest
+from trio_mcp.transports.stdio import StdioStream
+
+TIMEOUT = 30.0
+
+
+def _call(ident: int, method: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": method}).encode() + b"\n"
+
+
+class Handlers:
+    """``quick`` answers at once; ``gather`` waits until ``size`` of them run at
+    once (``None``: until the test sets ``all_in``)."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size
+        self.waiting = 0
+        self.all_in = trio.Event()
+
+    async def handle_request(self, request: InboundRequest) -> Any:
+        if request.method == "quick":
+            return {"id": request.id}
+        self.waiting += 1
+        if self.waiting == self.size:
+            self.all_in.set()
+        await self.all_in.wait()
+        return {"id": request.id}
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        return None
+
+    def handle_notification_inline(self, method: str, params: Any) -> bool:
+        return False
+
+
+@asynccontextmanager
+async def served(
+    handlers: Handlers,
+) -> AsyncIterator[tuple[Peer, trio.lowlevel.FdStream, trio.lowlevel.FdStream]]:
+    """A peer serving ``handlers`` over a pair of pipes; the test's ends of them."""
+    to_server_r, to_server_w = os.pipe()
+    from_server_r, from_server_w = os.pipe()
+    stream = StdioStream(to_server_r, from_server_w, name="served")
+    to_server = trio.lowlevel.FdStream(to_server_w)
+    from_server = trio.lowlevel.FdStream(from_server_r)
+    try:
+        async with trio.open_nursery() as nursery:
+            peer = await nursery.start(Peer(stream, handlers, name="served").run)
+            yield peer, to_server, from_server
+            nursery.cancel_scope.cancel()
+    finally:
+        for closable in (stream, to_server, from_server):
+            await closable.aclose()
+
+
+async def _answers(from_server: trio.lowlevel.FdStream, count: int) -> list[Any]:
+    """The ids of the next ``count`` answers, in the order they were written."""
+    buf = b""
+    ids: list[Any] = []
+    while len(ids) < count:
+        buf += await from_server.receive_some()
+        *lines, buf = buf.split(b"\n")
+        ids += [json.loads(line)["result"]["id"] for line in lines]
+    return ids
+
+
+async def test_a_burst_of_handlers_that_never_wait_is_served_by_a_few_workers() -> None:
+    burst = 64
+    with trio.fail_after(TIMEOUT):
+        async with served(Handlers()) as (peer, to_server, from_server):
+            await to_server.send_all(b"".join(_call(i, "quick") for i in range(burst)))
+            assert sorted(await _answers(from_server, burst)) == list(range(burst))
+            stats = peer.statistics()
+            assert stats.requests_served == burst
+            # One task per request would mean 64 workers here.
+            assert stats.workers <= 8, stats
+
+
+async def test_a_handler_that_waits_does_not_hold_up_the_rest_of_its_burst() -> None:
+    with trio.fail_after(TIMEOUT):
+        handlers = Handlers()  # the first request waits until the test lets it go
+        async with served(handlers) as (_, to_server, from_server):
+            burst = [_call(0, "gather")] + [_call(i, "quick") for i in range(1, 40)]
+            await to_server.send_all(b"".join(burst))
+            # Every quick request behind the waiting one is answered meanwhile.
+            assert sorted(await _answers(from_server, 39)) == list(range(1, 40))
+            handlers.all_in.set()
+            assert await _answers(from_server, 1) == [0]
+
+
+async def test_handlers_that_wait_in_one_burst_all_run_at_once() -> None:
+    size = 24  # each waits until all of them are running: passes only if they run concurrently
+    with trio.fail_after(TIMEOUT):
+        async with served(Handlers(size=size)) as (peer, to_server, from_server):
+            await to_server.send_all(b"".join(_call(i, "gather") for i in range(size)))
+            assert sorted(await _answers(from_server, size)) == list(range(size))
+            assert peer.statistics().workers == size
