@@ -147,6 +147,7 @@ class StdioStream:
         self._wsock = self._socks.get(write_fd)
         # reading
         self._rbuf = bytearray()
+        self._frames: deque[Frame] = deque()  # decoded, not received yet
         self._scan = 0  # no newline in _rbuf before this offset
         self._skipping = False  # inside an overlong line
         self._eof = False
@@ -199,7 +200,26 @@ class StdioStream:
 
     def _next_frame(self) -> Frame | None:
         """The next complete frame in the buffer, if any (never blocks)."""
+        frames = self._frames
+        if frames:
+            return frames.popleft()
         buf = self._rbuf
+        if not self._skipping:
+            # Every complete line at once (none of them can be overlong):
+            # one copy and one split instead of a search and a cut per line.
+            end = buf.rfind(b"\n", self._scan)
+            if 0 < end <= self.max_line_bytes:
+                with memoryview(buf) as view:
+                    chunk = view[:end].tobytes()
+                del buf[: end + 1]
+                self._scan = 0
+                decode_line = self._decode
+                for line in chunk.split(b"\n"):
+                    if len(line) < 8 and (not line or line.isspace()):
+                        continue  # a blank line
+                    frames.append(decode_line(line))
+                if frames:
+                    return frames.popleft()
         while True:
             idx = buf.find(b"\n", self._scan)
             if idx < 0:
@@ -456,6 +476,7 @@ class StdioStream:
             "overlong_lines": self._overlong,
             "dropped_fragments": self._dropped_fragments,
             "buffered": len(self._rbuf),
+            "frames_buffered": len(self._frames),
         }
 
     def __repr__(self) -> str:
