@@ -1,6 +1,9 @@
-"""The handler pool over a real stdio stream (pipes): handlers that finish
-without waiting are served back to back by a few workers, never one task per
-request, and a handler that waits never holds up the requests behind it.
+"""A peer over a real stdio stream (pipes). Its handler pool: handlers that
+finish without waiting are served back to back by a few workers, never one
+task per request, and a handler that waits never holds up the requests behind
+it. Its own requests, gathered into the writes of its answer writer while
+other calls are out: a call cancelled before its request was written sends
+nothing, and calls whose requests cannot be written fail at once.
 
 Every wait is bounded by ``fail_after``.
 """
@@ -13,9 +16,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
+import trio.testing
 
-from trio_mcp import Peer
+from trio_mcp import ConnectionClosed, Peer
 from trio_mcp.actors import InboundRequest
 from trio_mcp.transports.stdio import StdioStream
 
@@ -113,3 +118,72 @@ async def test_handlers_that_wait_in_one_burst_all_run_at_once() -> None:
             await to_server.send_all(b"".join(_call(i, "gather") for i in range(size)))
             assert sorted(await _answers(from_server, size)) == list(range(size))
             assert peer.statistics().workers == size
+
+
+# ---------------------------------------------------------------- our requests, gathered
+
+
+@asynccontextmanager
+async def calling() -> AsyncIterator[tuple[Peer, trio.lowlevel.FdStream, trio.lowlevel.FdStream]]:
+    """A calling peer over a pair of pipes; the test reads its requests and can answer them."""
+    to_server_r, to_server_w = os.pipe()
+    from_server_r, from_server_w = os.pipe()
+    stream = StdioStream(from_server_r, to_server_w, name="caller")
+    requests = trio.lowlevel.FdStream(to_server_r)
+    answers = trio.lowlevel.FdStream(from_server_w)
+    try:
+        async with trio.open_nursery() as nursery:
+            peer = await nursery.start(Peer(stream, name="caller").run)
+            yield peer, requests, answers
+            nursery.cancel_scope.cancel()
+    finally:
+        for closable in (stream, requests, answers):
+            await closable.aclose()
+
+
+async def _lines(requests: trio.lowlevel.FdStream, until: str) -> list[dict[str, Any]]:
+    """The messages written to the test, up to the request for ``until``."""
+    buf = b""
+    seen: list[dict[str, Any]] = []
+    while not any(m.get("method") == until for m in seen):
+        buf += await requests.receive_some()
+        *lines, buf = buf.split(b"\n")
+        seen += [json.loads(line) for line in lines]
+    return seen
+
+
+async def test_a_call_cancelled_before_its_request_was_written_sends_nothing() -> None:
+    big = "x" * (1 << 20)  # more than a pipe holds: its write waits for the reader
+    with trio.fail_after(TIMEOUT):
+        async with calling() as (peer, requests, _answers):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(peer.request, "first")  # alone: written by its caller
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.start_soon(peer.request, "big", {"data": big})  # the writer is stuck on it
+                await trio.testing.wait_all_tasks_blocked()
+                with trio.CancelScope() as scope:
+                    nursery.start_soon(_cancel_when_blocked, scope)
+                    await peer.request("cancelled")  # handed over, never taken by the busy writer
+                nursery.start_soon(peer.request, "last")
+                seen = await _lines(requests, "last")
+                assert [m.get("method") for m in seen] == ["first", "big", "last"]
+                nursery.cancel_scope.cancel()
+
+
+async def _cancel_when_blocked(scope: trio.CancelScope) -> None:
+    await trio.testing.wait_all_tasks_blocked()
+    scope.cancel()
+
+
+async def test_calls_gathered_for_a_broken_pipe_fail_at_once() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with calling() as (peer, requests, _answers):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(peer.request, "first")
+                await _lines(requests, "first")
+                await requests.aclose()  # the other side stops reading: writes fail (EPIPE)
+                with pytest.raises(ConnectionClosed):
+                    await peer.request("gathered")  # handed to the writer, which cannot write
+                with pytest.raises(ConnectionClosed):
+                    await peer.request("next")
+                nursery.cancel_scope.cancel()

@@ -50,6 +50,7 @@ from ..protocol import (
     Response,
     ServerOverloaded,
     coerce,
+    encode,
     error_response,
 )
 from ..transports import MessageStream, TransportError
@@ -143,6 +144,10 @@ class Peer(_HandlerPool):
         #: write per scheduling turn, over streams that can (see _peer_pool).
         self._gathers = getattr(type(stream), "send_batch", None) is not None
         self._answers: list[Any] = []
+        #: Our requests handed to the same writer, (id, encoded), not written yet.
+        self._requests: list[tuple[int | str, msgspec.Raw]] = []
+        #: Why the writer could not write (then requests are sent by their callers).
+        self._write_failure: str | None = None
         self._unwritten = 0
         self._writer: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
@@ -488,14 +493,28 @@ class Peer(_HandlerPool):
         # The initialize request is never cancelled (MCP lifecycle).
         cancellable = cancellable and method not in NON_CANCELLABLE
         sent = False
+        line: Any = None
         try:
-            await self.stream.send(Request(id=ident, method=method, params=params))
+            request = Request(id=ident, method=method, params=params)
+            if self._gathers and len(self._pending) > 1 and self._write_failure is None:
+                # Other calls are out: the answer writer sends this one with
+                # whatever else is ready in this scheduling turn (one write).
+                # Encoded here, so an unencodable request fails its caller.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                line = (ident, msgspec.Raw(encode(request)))
+                self._requests.append(line)
+                self._wake_writer()
+            else:
+                await self.stream.send(request)
             sent = True
             if on_progress is None:
                 msg = await reply.wait()
             else:
                 msg = await reply.wait_reporting(on_progress, self.name)
         except trio.Cancelled:
+            if line is not None and line in self._requests:
+                self._requests.remove(line)  # never written: as if never sent
+                sent = False
             if sent and cancellable and reply.value is None and self._closed_reason is None:
                 await self._send_cancelled(ident, "cancelled by the caller")
             raise

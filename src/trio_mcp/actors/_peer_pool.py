@@ -22,10 +22,12 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
+import outcome
 import trio
 
 from .._util import describe
 from ..protocol import (
+    ConnectionClosed,
     ErrorResponse,
     InternalError,
     McpError,
@@ -36,6 +38,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportClosed, TransportError
 from ..transports._base import RELATED_REQUEST
+from ._peer_calls import _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _encodable, _Slot
 
 if TYPE_CHECKING:
@@ -84,6 +87,9 @@ class _HandlerPool:
     _closed_reason: str | None
     #: Answers handed to the answer writer, not written yet (``send_batch`` streams).
     _answers: list[Any]
+    _requests: list[tuple[int | str, msgspec.Raw]]
+    _write_failure: str | None
+    _pending: dict[int | str, _Reply]
     _unwritten: int
     _writer: trio.lowlevel.Task | None
     _gathers: bool
@@ -242,23 +248,45 @@ class _HandlerPool:
 
         send_batch = self.stream.send_batch  # type: ignore[attr-defined]
         while True:
-            if not self._answers:
+            if not self._answers and not self._requests:
                 if self._closed_reason is not None and self._workers == 0:
                     return
                 self._writer = trio.lowlevel.current_task()
                 await trio.lowlevel.wait_task_rescheduled(abort)
             batch, self._answers = self._answers, []
+            requests, self._requests = self._requests, []
             try:
-                await send_batch(batch)
-            except TransportError:
-                return  # the read loop sees the broken transport and shuts down
+                # Our requests are encoded already (msgspec.Raw): they cannot fail here.
+                await send_batch([line for _, line in requests] + batch if requests else batch)
+            except TransportError as exc:
+                # The read loop sees the broken transport and shuts down; the
+                # calls whose requests were not written fail now.
+                self._write_failure = exc.reason
+                self._fail_requests(requests, exc)
             except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
-                # One of them cannot be encoded: each on its own (the culprit
-                # becomes a -32603 answer, see _send).
+                # One of the answers cannot be encoded: each on its own (the
+                # culprit becomes a -32603 answer, see _send).
+                if requests:
+                    await self._send_requests(requests)
                 for out in batch:
                     await self._send(out, "a request")
             finally:
                 self._unwritten -= len(batch)
+
+    async def _send_requests(self, requests: list[tuple[int | str, msgspec.Raw]]) -> None:
+        try:
+            await self.stream.send_batch([line for _, line in requests])  # type: ignore[attr-defined]
+        except TransportError as exc:
+            self._write_failure = exc.reason
+            self._fail_requests(requests, exc)
+
+    def _fail_requests(self, requests: list[tuple[int | str, msgspec.Raw]], exc: TransportError) -> None:
+        for ident, _ in requests:
+            reply = self._pending.pop(ident, None)
+            if reply is not None:
+                error = ConnectionClosed(f"connection closed: {exc.reason}")
+                error.__cause__ = exc
+                reply.deliver(outcome.Error(error))
 
     async def _send(self, out: Any, what: str) -> None:
         """Send a worker's answer (or a batch's array of them)."""
