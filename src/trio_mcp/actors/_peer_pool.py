@@ -19,7 +19,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final
 
 import msgspec
 import outcome
@@ -40,9 +40,6 @@ from ..transports import MessageStream, TransportClosed, TransportError
 from ..transports._base import RELATED_REQUEST
 from ._peer_calls import _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _encodable, _Slot
-
-if TYPE_CHECKING:
-    from ._peer import Peer
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -191,7 +188,7 @@ class _HandlerPool:
             if req.method == "ping":
                 result = _EMPTY_RESULT
             else:
-                result = await self.dispatcher.handle_request(InboundRequest(cast("Peer", self), req))
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))  # type: ignore[arg-type]
             reply = Response(id=ident, result=result)
         except Exception as exc:
             reply = self._error_answer(req, exc)
@@ -330,7 +327,7 @@ class _HandlerPool:
             if req.method == "ping":
                 result: Any = _EMPTY_RESULT
             else:
-                result = await self.dispatcher.handle_request(InboundRequest(cast("Peer", self), req))
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))  # type: ignore[arg-type]
             reply: Response | ErrorResponse = Response(id=req.id, result=result)
         except Exception as exc:
             reply = self._error_answer(req, exc)

@@ -44,6 +44,7 @@ Framing decisions
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -52,7 +53,7 @@ import socket
 import stat
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final, NoReturn
 
@@ -60,7 +61,7 @@ import attrs
 import trio
 
 from .._util import DEFAULT_WARNING_INTERVAL, RepeatedWarnings
-from ..protocol import PARSE_ERROR, Frame, InvalidMessage, ParseError, decode, encode_line
+from ..protocol import PARSE_ERROR, Frame, InvalidMessage, ParseError, decode, decode_utf8, encode_line
 from . import _process
 from ._base import TransportClosed, TransportError
 
@@ -108,6 +109,11 @@ class StdioStream:
     with someone else); sockets are used with ``MSG_DONTWAIT`` and keep
     their mode.
     """
+
+    #: A wait for input runs in a cancel scope (``_read_scope``) that a
+    #: deadline or ``_abort`` can end (the client's process stream); else
+    #: only closing the stream ends it (one scope less per read).
+    _stoppable_reads: bool = False
 
     def __init__(
         self,
@@ -214,10 +220,11 @@ class StdioStream:
                 del buf[: end + 1]
                 self._scan = 0
                 decode_line = self._decode
+                decoder = decode_utf8 if chunk.isascii() else decode  # ASCII: checked once for all
                 for line in chunk.split(b"\n"):
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
-                    frames.append(decode_line(line))
+                    frames.append(decode_line(line, decoder))
                 if frames:
                     return frames.popleft()
         while True:
@@ -252,8 +259,8 @@ class StdioStream:
             del buf[: idx + 1]  # O(1): CPython moves the start of a bytearray
             return self._decode(line)
 
-    def _decode(self, line: bytes) -> Frame:
-        frame = decode(line)
+    def _decode(self, line: bytes, decoder: Callable[[bytes], Frame] = decode) -> Frame:
+        frame = decoder(line)
         self._frames_in += 1
         if type(frame) is InvalidMessage:
             self._invalid += 1
@@ -315,20 +322,26 @@ class StdioStream:
                 else:
                     self._eof = True
                 return
+            if not self._stoppable_reads:
+                # Closing the fd (notify_closing) is what ends this wait.
+                await self._wait_readable()
+                continue
             with trio.CancelScope(deadline=self._read_deadline) as scope:
                 self._read_scope = scope
                 try:
-                    await trio.lowlevel.wait_readable(self._rfd)
-                except trio.ClosedResourceError:
-                    if self._closed:
-                        raise trio.EndOfChannel from None
-                    raise TransportError(
-                        self._failure or f"{self.name}: input closed under the reader"
-                    ) from None
+                    await self._wait_readable()
                 finally:
                     self._read_scope = None
             if scope.cancelled_caught and not self._closed:
                 await self._end_of_input(stalled=True)
+
+    async def _wait_readable(self) -> None:
+        try:
+            await trio.lowlevel.wait_readable(self._rfd)
+        except trio.ClosedResourceError:
+            if self._closed:
+                raise trio.EndOfChannel from None
+            raise TransportError(self._failure or f"{self.name}: input closed under the reader") from None
 
     async def _end_of_input(self, *, stalled: bool) -> NoReturn:
         """The input ended (or, ``stalled``, the read deadline passed)."""
@@ -518,9 +531,16 @@ async def stdio_server_stream(
     read_chunk: int = DEFAULT_READ_CHUNK,
     write_grace: float = DEFAULT_WRITE_GRACE,
     protect_stdout: bool = True,
+    freeze_heap: bool = True,
 ) -> AsyncIterator[StdioStream]:
     """The server side of stdio: a :class:`StdioStream` over this process's
     stdin and stdout, for the duration of the ``async with`` block.
+
+    With ``freeze_heap`` (default), every object allocated so far (the
+    imports, the app's set-up) is moved out of the garbage collector's
+    reach (``gc.freeze()``): a server process then does not walk them again
+    in each full collection, about a tenth of its CPU time per call when
+    calls overlap.
 
     The stream works on private fds (see :func:`_private_fd`); fds 0 and 1
     are never closed. With ``protect_stdout`` (default), fd ``stdout`` is
@@ -530,6 +550,8 @@ async def stdio_server_stream(
     stdin makes ``receive`` raise :class:`trio.EndOfChannel`.
     """
     _flush_stdout()
+    if freeze_heap:
+        gc.freeze()
     read_fd = _private_fd(stdin, os.O_RDONLY)
     try:
         write_fd = _private_fd(stdout, os.O_WRONLY)
@@ -665,6 +687,8 @@ class StdioServerParameters:
 
 class _ProcessStream(StdioStream):
     """The client's stream over a server process's stdout/stdin."""
+
+    _stoppable_reads = True
 
     def __init__(self, transport: StdioTransport, read_fd: int, write_fd: int) -> None:
         p = transport.params
