@@ -62,7 +62,7 @@ TS = DRIVERS / "ts_stdio_server.mjs"
 PAYLOAD = "hello, benchmark"
 CALL = (
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
-    b'{"name":"echo","arguments":{"text":"' + PAYLOAD.encode() + b'"}}}\n'
+    b'{"name":"%s","arguments":{"text":"' + PAYLOAD.encode() + b'"}}}\n'
 )
 INIT = (
     b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
@@ -96,6 +96,7 @@ class Driver:
         self.sel.register(self.rout, selectors.EVENT_READ)
         self.carry = b""
         self.next_id = 1
+        self.tool = b"echo"
 
     def lines(self) -> list[bytes]:
         """The complete lines of the next read (blocks until some arrive)."""
@@ -130,7 +131,7 @@ class Driver:
         start = min(total, concurrency)
         sent = start
         done = 0
-        self.write(b"".join(CALL % (self.next_id + i) for i in range(start)))
+        self.write(b"".join(CALL % (self.next_id + i, self.tool) for i in range(start)))
         self.next_id += start
         while done < total:
             answers = 0
@@ -141,7 +142,7 @@ class Driver:
             done += answers
             more = min(answers, total - sent)
             if more:
-                self.write(b"".join(CALL % (self.next_id + i) for i in range(more)))
+                self.write(b"".join(CALL % (self.next_id + i, self.tool) for i in range(more)))
                 self.next_id += more
                 sent += more
         return time.perf_counter() - begin
@@ -179,7 +180,16 @@ def command(target: str, args: argparse.Namespace, workdir: Path) -> tuple[list[
         config.write_text(
             json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(OURS)]}}})
         )
-        return [sys.executable, "-m", "trio_mcp", "gateway", str(config), "-t", "stdio"], env
+        return [
+            sys.executable,
+            "-m",
+            "trio_mcp.cli",
+            "gateway",
+            str(config),
+            "-t",
+            "stdio",
+            "--no-watch",
+        ], env
     if target == "baseline":
         env["PYTHONPATH"] = str(args.baseline)  # another checkout's trio_mcp first
     return [sys.executable, str(OURS)], env
@@ -190,11 +200,13 @@ def run_one(
 ) -> dict[str, Any]:
     argv, env = command(target, args, workdir)
     prof = None
-    if args.profile is not None and target == "trio-mcp":
-        prof = Path(args.profile) / f"c{concurrency}.prof"
-        env = dict(env or os.environ, BENCH_PROFILE=str(prof))
-        argv = [sys.executable, str(HERE / "servers" / "profiled.py"), str(prof), str(OURS)]
+    if args.profile is not None and target in ("trio-mcp", "gateway"):
+        # Our server, or the gateway process (not its server).
+        prof = Path(args.profile) / f"{target}-c{concurrency}.prof"
+        argv = [sys.executable, str(HERE / "servers" / "profiled.py"), str(prof), *argv[1:]]
     driver = Driver(argv, env)
+    if target == "gateway":
+        driver.tool = b"echo__echo"  # the gateway's name for the server's tool
     try:
         driver.initialize()
         pids = server_pids(driver, target)

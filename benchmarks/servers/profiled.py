@@ -1,6 +1,7 @@
 """Run a server script under cProfile (CPU time), from its first SIGUSR1 to its exit.
 
     python benchmarks/servers/profiled.py OUT.prof SCRIPT [ARGS...]
+    python benchmarks/servers/profiled.py OUT.prof -m MODULE [ARGS...]
 
 For ``bench_stdio_cpu.py --profile``: the driver sends SIGUSR1 after its
 warm-up, so the profile covers the measured calls only; the stats are
@@ -18,9 +19,13 @@ def main() -> None:
     out, script = sys.argv[1], sys.argv[2]
     profile = cProfile.Profile(time.process_time)  # CPU time: preemption does not count
     signal.signal(signal.SIGUSR1, lambda *_: profile.enable())
-    sys.argv = sys.argv[2:]
+    module = script == "-m"
+    sys.argv = sys.argv[3:] if module else sys.argv[2:]
     try:
-        runpy.run_path(script, run_name="__main__")
+        if module:
+            runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(script, run_name="__main__")
     except SystemExit:
         pass
     finally:

@@ -57,22 +57,23 @@ class Handlers:
 
 
 @asynccontextmanager
-async def served(
-    handlers: Handlers,
+async def peer_on_pipes(
+    handlers: Handlers | None = None,
 ) -> AsyncIterator[tuple[Peer, trio.lowlevel.FdStream, trio.lowlevel.FdStream]]:
-    """A peer serving ``handlers`` over a pair of pipes; the test's ends of them."""
-    to_server_r, to_server_w = os.pipe()
-    from_server_r, from_server_w = os.pipe()
-    stream = StdioStream(to_server_r, from_server_w, name="served")
-    to_server = trio.lowlevel.FdStream(to_server_w)
-    from_server = trio.lowlevel.FdStream(from_server_r)
+    """A peer (serving ``handlers``, if any) over a pair of pipes, and the
+    test's ends of them: what the test writes to it, and what it writes."""
+    to_peer_r, to_peer_w = os.pipe()
+    from_peer_r, from_peer_w = os.pipe()
+    stream = StdioStream(to_peer_r, from_peer_w, name="peer")
+    to_peer = trio.lowlevel.FdStream(to_peer_w)
+    from_peer = trio.lowlevel.FdStream(from_peer_r)
     try:
         async with trio.open_nursery() as nursery:
-            peer = await nursery.start(Peer(stream, handlers, name="served").run)
-            yield peer, to_server, from_server
+            peer = await nursery.start(Peer(stream, handlers, name="peer").run)
+            yield peer, to_peer, from_peer
             nursery.cancel_scope.cancel()
     finally:
-        for closable in (stream, to_server, from_server):
+        for closable in (stream, to_peer, from_peer):
             await closable.aclose()
 
 
@@ -90,7 +91,7 @@ async def _answers(from_server: trio.lowlevel.FdStream, count: int) -> list[Any]
 async def test_a_burst_of_handlers_that_never_wait_is_served_by_a_few_workers() -> None:
     burst = 64
     with trio.fail_after(TIMEOUT):
-        async with served(Handlers()) as (peer, to_server, from_server):
+        async with peer_on_pipes(Handlers()) as (peer, to_server, from_server):
             await to_server.send_all(b"".join(_call(i, "quick") for i in range(burst)))
             assert sorted(await _answers(from_server, burst)) == list(range(burst))
             stats = peer.statistics()
@@ -102,7 +103,7 @@ async def test_a_burst_of_handlers_that_never_wait_is_served_by_a_few_workers() 
 async def test_a_handler_that_waits_does_not_hold_up_the_rest_of_its_burst() -> None:
     with trio.fail_after(TIMEOUT):
         handlers = Handlers()  # the first request waits until the test lets it go
-        async with served(handlers) as (_, to_server, from_server):
+        async with peer_on_pipes(handlers) as (_, to_server, from_server):
             burst = [_call(0, "gather")] + [_call(i, "quick") for i in range(1, 40)]
             await to_server.send_all(b"".join(burst))
             # Every quick request behind the waiting one is answered meanwhile.
@@ -114,31 +115,13 @@ async def test_a_handler_that_waits_does_not_hold_up_the_rest_of_its_burst() -> 
 async def test_handlers_that_wait_in_one_burst_all_run_at_once() -> None:
     size = 24  # each waits until all of them are running: passes only if they run concurrently
     with trio.fail_after(TIMEOUT):
-        async with served(Handlers(size=size)) as (peer, to_server, from_server):
+        async with peer_on_pipes(Handlers(size=size)) as (peer, to_server, from_server):
             await to_server.send_all(b"".join(_call(i, "gather") for i in range(size)))
             assert sorted(await _answers(from_server, size)) == list(range(size))
             assert peer.statistics().workers == size
 
 
 # ---------------------------------------------------------------- our requests, gathered
-
-
-@asynccontextmanager
-async def calling() -> AsyncIterator[tuple[Peer, trio.lowlevel.FdStream, trio.lowlevel.FdStream]]:
-    """A calling peer over a pair of pipes; the test reads its requests and can answer them."""
-    to_server_r, to_server_w = os.pipe()
-    from_server_r, from_server_w = os.pipe()
-    stream = StdioStream(from_server_r, to_server_w, name="caller")
-    requests = trio.lowlevel.FdStream(to_server_r)
-    answers = trio.lowlevel.FdStream(from_server_w)
-    try:
-        async with trio.open_nursery() as nursery:
-            peer = await nursery.start(Peer(stream, name="caller").run)
-            yield peer, requests, answers
-            nursery.cancel_scope.cancel()
-    finally:
-        for closable in (stream, requests, answers):
-            await closable.aclose()
 
 
 async def _lines(requests: trio.lowlevel.FdStream, until: str) -> list[dict[str, Any]]:
@@ -155,7 +138,7 @@ async def _lines(requests: trio.lowlevel.FdStream, until: str) -> list[dict[str,
 async def test_a_call_cancelled_before_its_request_was_written_sends_nothing() -> None:
     big = "x" * (1 << 20)  # more than a pipe holds: its write waits for the reader
     with trio.fail_after(TIMEOUT):
-        async with calling() as (peer, requests, _answers):
+        async with peer_on_pipes() as (peer, _, requests):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(peer.request, "first")  # alone: written by its caller
                 await trio.testing.wait_all_tasks_blocked()
@@ -177,7 +160,7 @@ async def _cancel_when_blocked(scope: trio.CancelScope) -> None:
 
 async def test_calls_gathered_for_a_broken_pipe_fail_at_once() -> None:
     with trio.fail_after(TIMEOUT):
-        async with calling() as (peer, requests, _answers):
+        async with peer_on_pipes() as (peer, _, requests):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(peer.request, "first")
                 await _lines(requests, "first")
