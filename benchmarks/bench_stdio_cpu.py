@@ -70,7 +70,8 @@ INIT = (
     b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
 )
 TICKS = os.sysconf("SC_CLK_TCK")
-#: Seconds any one read may wait for the server before the run fails.
+#: Seconds any one read may wait for the server before the run fails
+#: (under valgrind, ten times as long: start-up alone can take a minute).
 READ_TIMEOUT = 60.0
 
 
@@ -87,7 +88,10 @@ def cpu_seconds(pids: Sequence[int]) -> float:
 class Driver:
     """A JSON-lines connection to a server process over its stdin/stdout."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: dict[str, str] | None = None, read_timeout: float = READ_TIMEOUT
+    ) -> None:
+        self.read_timeout = read_timeout
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.win = self.proc.stdin.fileno()
@@ -101,8 +105,8 @@ class Driver:
     def lines(self) -> list[bytes]:
         """The complete lines of the next read (blocks until some arrive)."""
         while True:
-            if not self.sel.select(READ_TIMEOUT):
-                raise RuntimeError(f"no answer from the server in {READ_TIMEOUT} s")
+            if not self.sel.select(self.read_timeout):
+                raise RuntimeError(f"no answer from the server in {self.read_timeout} s")
             data = os.read(self.rout, 1 << 20)
             if not data:
                 raise RuntimeError(f"the server closed its stdout (exit {self.proc.poll()})")
@@ -235,7 +239,7 @@ def callgrind(concurrency: int, args: argparse.Namespace, workdir: Path) -> dict
     for n in (args.calls, 2 * args.calls):
         out = workdir / f"cg.c{concurrency}.{n}"
         argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, str(OURS)]
-        driver = Driver(argv)
+        driver = Driver(argv, read_timeout=10 * READ_TIMEOUT)
         try:
             driver.initialize()
             driver.calls(args.warmup, concurrency)
