@@ -2,11 +2,19 @@
 pool, grown on demand), the in-order notification worker, the outbox of the
 read loop's own answers, and serving a request inline in its caller's task.
 
+Admitted requests wait in one queue. A worker takes them one after another;
+when it takes one while others still wait, it first wakes (or starts) one
+more worker, the standby, so a handler that blocks never holds up the rest,
+while handlers that finish without waiting are served back to back by one
+task (see :meth:`_HandlerPool._worker`).
+
 Over a stream that can write several messages at once (``send_batch``, e.g.
 stdio), a worker whose request is not the only one in flight does not write
 its answer itself: it hands it to the answer writer and goes on to its next
 request; the writer sends every answer handed over in one scheduling turn
-with one write (a lone request's worker writes its answer itself). An answer not written yet still
+with one write (a lone request's worker writes its answer itself), together
+with the peer's own requests made while other calls were out (see
+:meth:`Peer.request <._peer.Peer.request>`). An answer not written yet still
 counts against the admission capacity, so a peer that does not read its
 answers cannot make them pile up.
 
