@@ -465,6 +465,11 @@ class Peer(_HandlerPool):
         ``result_type`` decodes the result (else it is returned raw); an error
         answer raises the matching :class:`McpError`.
 
+        Over a stream with ``send_batch`` (stdio), a request made while other
+        calls are out is encoded here and written by the answer writer with
+        everything else ready in this scheduling turn (one write); cancelled
+        before that write, it is never sent.
+
         A transport that can have the other end serve a request in this task
         (an ``"inline"`` in-memory pair) then does, with no frames and no task
         switch: always when ``stateless`` says the request depends on no
