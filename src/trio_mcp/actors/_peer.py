@@ -50,6 +50,7 @@ from ..protocol import (
     Response,
     ServerOverloaded,
     coerce,
+    encode,
     error_response,
 )
 from ..transports import MessageStream, TransportError
@@ -122,7 +123,13 @@ class Peer(_HandlerPool):
         # that a just-spawned worker has not picked up yet) keeps a burst
         # from being refused while workers are still free.
         self._capacity = self.limits.max_concurrent_handlers + self.limits.max_queued_requests
-        self._queue_send, self._queue_recv = trio.open_memory_channel[Request](self._capacity)
+        #: Admitted requests no worker has taken yet (bounded by ``_capacity``:
+        #: see :meth:`_admit`), the workers waiting for one, and the workers
+        #: woken (or started) to take one that have not looked yet.
+        self._queue: deque[Request] = deque()
+        self._idle_workers: list[trio.lowlevel.Task] = []
+        self._standby = 0
+        self._max_workers = self.limits.max_concurrent_handlers
         self._notif_send, self._notif_recv = trio.open_memory_channel[Notification](
             self.limits.max_queued_notifications
         )
@@ -137,11 +144,14 @@ class Peer(_HandlerPool):
         #: write per scheduling turn, over streams that can (see _peer_pool).
         self._gathers = getattr(type(stream), "send_batch", None) is not None
         self._answers: list[Any] = []
+        #: Our requests handed to the same writer, (id, encoded), not written yet.
+        self._requests: list[tuple[int | str, msgspec.Raw]] = []
+        #: Why the writer could not write (then requests are sent by their callers).
+        self._write_failure: str | None = None
         self._unwritten = 0
         self._writer: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._workers = 0
-        self._idle = 0
         self._running = 0
         self._closed_reason: str | None = None
         self._local_close = False
@@ -279,7 +289,7 @@ class Peer(_HandlerPool):
             self.stream.set_direct(None)  # type: ignore[attr-defined]
         if getattr(type(self.stream), "set_inline", None) is not None:
             self.stream.set_inline(None)  # type: ignore[attr-defined]
-        self._queue_send.close()
+        self._wake_idle_workers()  # they return once the queue is empty
         self._notif_send.close()
         self._outbox_send.close()
         self._batches.clear()
@@ -356,24 +366,16 @@ class Peer(_HandlerPool):
             self._overloaded += 1
             self._reply_nowait(error_response(ident, ServerOverloaded()))
             return
-        try:
-            self._queue_send.send_nowait(req)
-        except trio.WouldBlock:
-            self._overloaded += 1
-            self._reply_nowait(error_response(ident, ServerOverloaded()))
-            return
-        except trio.ClosedResourceError:
+        if self._closed_reason is not None:
             return  # shutting down
+        self._queue.append(req)
         self._inflight[ident] = _Slot(req.method not in NON_CANCELLABLE)
         batch = self._current_batch
         if batch is not None:
             batch.waiting.add(ident)
             self._batches[ident] = batch
-        if self._idle > 0:
-            self._idle -= 1
-        elif self._workers < self.limits.max_concurrent_handlers and self._nursery is not None:
-            self._workers += 1
-            self._nursery.start_soon(self._worker)
+        if self._standby == 0:
+            self._call_standby()
 
     def _notification(self, note: Notification) -> None:
         method = note.method
@@ -463,6 +465,11 @@ class Peer(_HandlerPool):
         ``result_type`` decodes the result (else it is returned raw); an error
         answer raises the matching :class:`McpError`.
 
+        Over a stream with ``send_batch`` (stdio), a request made while other
+        calls are out is encoded here and written by the answer writer with
+        everything else ready in this scheduling turn (one write); cancelled
+        before that write, it is never sent.
+
         A transport that can have the other end serve a request in this task
         (an ``"inline"`` in-memory pair) then does, with no frames and no task
         switch: always when ``stateless`` says the request depends on no
@@ -491,14 +498,28 @@ class Peer(_HandlerPool):
         # The initialize request is never cancelled (MCP lifecycle).
         cancellable = cancellable and method not in NON_CANCELLABLE
         sent = False
+        line: Any = None
         try:
-            await self.stream.send(Request(id=ident, method=method, params=params))
+            request = Request(id=ident, method=method, params=params)
+            if self._gathers and len(self._pending) > 1 and self._write_failure is None:
+                # Other calls are out: the answer writer sends this one with
+                # whatever else is ready in this scheduling turn (one write).
+                # Encoded here, so an unencodable request fails its caller.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                line = (ident, msgspec.Raw(encode(request)))
+                self._requests.append(line)
+                self._wake_writer()
+            else:
+                await self.stream.send(request)
             sent = True
             if on_progress is None:
                 msg = await reply.wait()
             else:
                 msg = await reply.wait_reporting(on_progress, self.name)
         except trio.Cancelled:
+            if line is not None and line in self._requests:
+                self._requests.remove(line)  # never written: as if never sent
+                sent = False
             if sent and cancellable and reply.value is None and self._closed_reason is None:
                 await self._send_cancelled(ident, "cancelled by the caller")
             raise
@@ -604,7 +625,7 @@ class Peer(_HandlerPool):
             pending_calls=len(self._pending),
             handlers_running=self._running,
             workers=self._workers,
-            requests_queued=self._queue_send.statistics().current_buffer_used,
+            requests_queued=len(self._queue),
             notifications_queued=self._notif_send.statistics().current_buffer_used,
             requests_served=self._served,
             requests_overloaded=self._overloaded,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import trio
-from msgspec import UNSET, Struct
+from msgspec import UNSET, Raw, Struct
 
 from ..protocol import InternalError, MethodNotFound, Request, coerce, encode, error_response
 
@@ -69,6 +69,14 @@ class _Meta(Struct):
     meta: dict[str, Any] = msgspec.field(default_factory=dict, name="_meta")
 
 
+def _no_meta(params: Raw) -> bool:
+    """Whether raw JSON params surely have no ``_meta`` key (no ``_meta`` in
+    the text and no ``\\u`` escape that could spell it): then nothing needs
+    decoding (most requests)."""
+    text = memoryview(params).tobytes()
+    return b"_meta" not in text and b"\\u" not in text
+
+
 class InboundRequest:
     """A request being served; handed to the dispatcher."""
 
@@ -94,6 +102,8 @@ class InboundRequest:
             elif isinstance(params, Struct):
                 meta = getattr(params, "meta", UNSET)
                 self._meta = meta if isinstance(meta, dict) else {}
+            elif type(params) is Raw and _no_meta(params):
+                self._meta = {}
             else:
                 try:
                     self._meta = coerce(params, _Meta).meta

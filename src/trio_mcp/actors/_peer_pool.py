@@ -2,11 +2,19 @@
 pool, grown on demand), the in-order notification worker, the outbox of the
 read loop's own answers, and serving a request inline in its caller's task.
 
+Admitted requests wait in one queue. A worker takes them one after another;
+when it takes one while others still wait, it first wakes (or starts) one
+more worker, the standby, so a handler that blocks never holds up the rest,
+while handlers that finish without waiting are served back to back by one
+task (see :meth:`_HandlerPool._worker`).
+
 Over a stream that can write several messages at once (``send_batch``, e.g.
 stdio), a worker whose request is not the only one in flight does not write
 its answer itself: it hands it to the answer writer and goes on to its next
 request; the writer sends every answer handed over in one scheduling turn
-with one write (a lone request's worker writes its answer itself). An answer not written yet still
+with one write (a lone request's worker writes its answer itself), together
+with the peer's own requests made while other calls were out (see
+:meth:`Peer.request <._peer.Peer.request>`). An answer not written yet still
 counts against the admission capacity, so a peer that does not read its
 answers cannot make them pile up.
 
@@ -19,13 +27,15 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final
 
 import msgspec
+import outcome
 import trio
 
 from .._util import describe
 from ..protocol import (
+    ConnectionClosed,
     ErrorResponse,
     InternalError,
     McpError,
@@ -36,10 +46,8 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportClosed, TransportError
 from ..transports._base import RELATED_REQUEST
+from ._peer_calls import _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _encodable, _Slot
-
-if TYPE_CHECKING:
-    from ._peer import Peer
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -70,17 +78,23 @@ class _HandlerPool:
     dispatcher: Dispatcher
     _batches: dict[int | str, _Batch]
     _inflight: dict[int | str, _Slot]
-    _queue_recv: trio.MemoryReceiveChannel[Request]
+    _queue: deque[Request]
+    _idle_workers: list[trio.lowlevel.Task]
+    _standby: int
+    _max_workers: int
+    _nursery: trio.Nursery | None
     _notif_recv: trio.MemoryReceiveChannel[Notification]
     _outbox_recv: trio.MemoryReceiveChannel[Any]
     _late: deque[Any]
     _workers: int
-    _idle: int
     _running: int
     _served: int
     _closed_reason: str | None
     #: Answers handed to the answer writer, not written yet (``send_batch`` streams).
     _answers: list[Any]
+    _requests: list[tuple[int | str, msgspec.Raw]]
+    _write_failure: str | None
+    _pending: dict[int | str, _Reply]
     _unwritten: int
     _writer: trio.lowlevel.Task | None
     _gathers: bool
@@ -92,31 +106,36 @@ class _HandlerPool:
         per request (the cheap path: cancellations are rare). A peer's
         ``notifications/cancelled`` cancels the scope of the worker serving
         that request; the worker then opens a fresh scope for the next one.
+
+        Requests wait in one queue; the worker that takes one while others
+        still wait first makes sure another worker is on its way (the
+        *standby*, see :meth:`_call_standby`), so a handler that blocks never
+        holds up the rest, while handlers that finish without waiting are
+        served back to back by one task: no task switch per request.
         """
-        receive = self._queue_recv.receive
-        receive_nowait = self._queue_recv.receive_nowait
+        queue = self._queue
         serve = self._serve
+        self._standby -= 1  # started as a standby
         try:
             while True:
                 with trio.CancelScope() as scope:
                     streak = 0
-                    while not scope.cancel_called:
-                        try:
-                            req = receive_nowait()
-                            streak += 1
-                            if streak >= _DRAIN_BUDGET:  # stay fair to other tasks
-                                streak = 0
-                                await trio.lowlevel.checkpoint()
-                        except trio.WouldBlock:
-                            streak = 0
-                            self._idle += 1
-                            try:
-                                req = await receive()
-                            except (trio.EndOfChannel, trio.ClosedResourceError):
+                    while True:
+                        if not queue:
+                            if self._closed_reason is not None:
                                 return
-                        except (trio.EndOfChannel, trio.ClosedResourceError):
-                            return
-                        await serve(req, scope)
+                            await self._park()
+                            self._standby -= 1
+                            continue
+                        req = queue.popleft()
+                        if queue and self._standby == 0:
+                            self._call_standby()
+                        if await serve(req, scope):
+                            break  # cancelled by the peer: a fresh scope for the next
+                        streak += 1
+                        if streak >= _DRAIN_BUDGET:  # stay fair to other tasks
+                            streak = 0
+                            await trio.lowlevel.checkpoint()
                 while self._late:
                     # A cancelled request was the last of its batch: answer the rest.
                     await self._send(self._late.popleft(), "a batch")
@@ -125,9 +144,40 @@ class _HandlerPool:
             if self._workers == 0:
                 self._wake_writer()  # it may be waiting for the last worker to go
 
-    async def _serve(self, req: Request, scope: trio.CancelScope) -> None:
+    async def _park(self) -> None:
+        """Wait, idle, until :meth:`_call_standby` (or the shutdown) wakes this worker."""
+        task = trio.lowlevel.current_task()
+        idle = self._idle_workers
+        idle.append(task)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            idle.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _call_standby(self) -> None:
+        """Wake an idle worker (or start one, up to the cap) to take the next
+        queued request: a standby, counted until it looks at the queue."""
+        if self._idle_workers:
+            self._standby += 1
+            trio.lowlevel.reschedule(self._idle_workers.pop())
+        elif self._workers < self._max_workers and self._nursery is not None:
+            self._standby += 1
+            self._workers += 1
+            self._nursery.start_soon(self._worker)
+
+    def _wake_idle_workers(self) -> None:
+        """At shutdown: every idle worker looks at the queue once more and returns."""
+        while self._idle_workers:
+            self._standby += 1
+            trio.lowlevel.reschedule(self._idle_workers.pop())
+
+    async def _serve(self, req: Request, scope: trio.CancelScope) -> bool:
         """Serve one request inside its worker's ``scope`` (cancelled by the peer's
-        ``notifications/cancelled``: Cancelled then propagates to the worker)."""
+        ``notifications/cancelled``: Cancelled then propagates to the worker).
+        True when the request was cancelled (``scope`` is then used up, even
+        if the handler swallowed the Cancelled)."""
         ident = req.id
         slot = self._inflight.get(ident)
         if slot is None or slot.cancelled:
@@ -135,7 +185,7 @@ class _HandlerPool:
             last = self._settle(ident, None)
             if last is not None:
                 await self._send(last, "a batch")  # the rest of its batch
-            return
+            return False
         self._running += 1
         # The handler's messages (and the response) relate to this request;
         # each worker serves one request at a time, so no reset is needed.
@@ -146,7 +196,7 @@ class _HandlerPool:
             if req.method == "ping":
                 result = _EMPTY_RESULT
             else:
-                result = await self.dispatcher.handle_request(InboundRequest(cast("Peer", self), req))
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))  # type: ignore[arg-type]
             reply = Response(id=ident, result=result)
         except Exception as exc:
             reply = self._error_answer(req, exc)
@@ -170,15 +220,16 @@ class _HandlerPool:
                 if last is not None:
                     self._late.append(last)  # sent by the worker, out of the cancelled scope
         if slot.cancelled or reply is None:
-            return
+            return True
         self._served += 1
         out = self._settle(ident, reply)
         if out is None:
-            return  # its batch is answered when the last of it is done
+            return False  # its batch is answered when the last of it is done
         if self._gathers and (self._answers or self._inflight):
             self._hand_over(out)  # others are being served: gather theirs with it
         else:
             await self._send(out, req.method)  # alone: no task switch for one answer
+        return False
 
     def _hand_over(self, out: Any) -> None:
         """Give an answer to the answer writer (see the module doc)."""
@@ -202,23 +253,45 @@ class _HandlerPool:
 
         send_batch = self.stream.send_batch  # type: ignore[attr-defined]
         while True:
-            if not self._answers:
+            if not self._answers and not self._requests:
                 if self._closed_reason is not None and self._workers == 0:
                     return
                 self._writer = trio.lowlevel.current_task()
                 await trio.lowlevel.wait_task_rescheduled(abort)
             batch, self._answers = self._answers, []
+            requests, self._requests = self._requests, []
             try:
-                await send_batch(batch)
-            except TransportError:
-                return  # the read loop sees the broken transport and shuts down
+                # Our requests are encoded already (msgspec.Raw): they cannot fail here.
+                await send_batch([line for _, line in requests] + batch if requests else batch)
+            except TransportError as exc:
+                # The read loop sees the broken transport and shuts down; the
+                # calls whose requests were not written fail now.
+                self._write_failure = exc.reason
+                self._fail_requests(requests, exc)
             except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
-                # One of them cannot be encoded: each on its own (the culprit
-                # becomes a -32603 answer, see _send).
+                # One of the answers cannot be encoded: each on its own (the
+                # culprit becomes a -32603 answer, see _send).
+                if requests:
+                    await self._send_requests(requests)
                 for out in batch:
                     await self._send(out, "a request")
             finally:
                 self._unwritten -= len(batch)
+
+    async def _send_requests(self, requests: list[tuple[int | str, msgspec.Raw]]) -> None:
+        try:
+            await self.stream.send_batch([line for _, line in requests])  # type: ignore[attr-defined]
+        except TransportError as exc:
+            self._write_failure = exc.reason
+            self._fail_requests(requests, exc)
+
+    def _fail_requests(self, requests: list[tuple[int | str, msgspec.Raw]], exc: TransportError) -> None:
+        for ident, _ in requests:
+            reply = self._pending.pop(ident, None)
+            if reply is not None:
+                error = ConnectionClosed(f"connection closed: {exc.reason}")
+                error.__cause__ = exc
+                reply.deliver(outcome.Error(error))
 
     async def _send(self, out: Any, what: str) -> None:
         """Send a worker's answer (or a batch's array of them)."""
@@ -262,7 +335,7 @@ class _HandlerPool:
             if req.method == "ping":
                 result: Any = _EMPTY_RESULT
             else:
-                result = await self.dispatcher.handle_request(InboundRequest(cast("Peer", self), req))
+                result = await self.dispatcher.handle_request(InboundRequest(self, req))  # type: ignore[arg-type]
             reply: Response | ErrorResponse = Response(id=req.id, result=result)
         except Exception as exc:
             reply = self._error_answer(req, exc)

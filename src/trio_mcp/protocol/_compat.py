@@ -358,7 +358,15 @@ def adapt(obj: Any, version: str) -> Any:
     """
     if version >= _NEWEST:
         return obj
-    rule = _adapter(type(obj))
+    cls = type(obj)
+    if (
+        cls is CallToolResult  # the commonest result, unchanged from 2025-06-18 on when it has
+        and version >= V2025_06_18  # no 2026-only field and object (or no) structured content
+        and obj.result_type is UNSET
+        and (obj.structured_content is UNSET or type(obj.structured_content) is dict)
+    ):
+        return obj
+    rule = _adapter(cls)
     return obj if rule is None else rule(obj, version)
 
 
