@@ -166,9 +166,10 @@ class _SessionTracing:
         self.peer = peer
         stream = peer.stream
         self._static: dict[str, str] = {}
-        parts = type(stream).__module__.split(".")
+        # Words of the module's dotted path: ``transports._stdio_stream`` gives stdio.
+        words = {word for part in type(stream).__module__.split(".") for word in part.split("_")}
         for part, transport, protocol in _TRANSPORTS:
-            if part in parts:
+            if part in words:
                 self._static["network.transport"] = transport
                 if protocol is not None:
                     self._static["network.protocol.name"] = protocol
