@@ -23,6 +23,7 @@ from ...transports.http._sse import PING, format_event, format_retry
 from ._config import ERROR_STATUS, LAST_EVENT_HEADER, SESSION_HEADER, accepts, media_types
 from ._session import HttpSessionStream
 from ._streams import Busy, Conn, Event, OutStream
+from ._watch import Guard
 
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
@@ -118,17 +119,17 @@ async def pump(
     *,
     sse_now: bool,
     forget: str | None = None,
-    watch: bool = True,
+    guard: Guard | None = None,
 ) -> None:
     """Write a stream's items to one HTTP response until the stream is
     complete, the session ends, or the client goes away.
 
     A task watches for the client going away (``http.disconnect``) and ends
-    the response then. With ``watch`` false (a POST in a session), a JSON
-    answer that comes within ``disconnect_watch_delay`` is written with no
-    watcher, no nursery and no cancel scope but its bounds (the common,
-    fast case); an answer that does not (a slow call, or one never
-    answered), or one that turns into an SSE stream, is watched from then
+    the response then. With a ``guard`` (a POST in a session), a JSON answer
+    is waited for and written in the POST's own cancel scope, with no
+    nursery, and a watcher only if the answer takes longer than
+    ``disconnect_watch_delay`` (the common, fast case pays for none; see
+    :mod:`._watch`); one that turns into an SSE stream is watched from then
     on, so that a client that went away keeps neither its connection nor
     this task."""
     session.connections += 1
@@ -136,10 +137,20 @@ async def pump(
     writer = _Writer(app, session, send, shielded=True)
     try:
         first: Any = _NOTHING
-        if not watch and not sse_now:
-            with trio.move_on_after(app.settings.disconnect_watch_delay):
-                first = await _next_item(conn)
-            if first is not _NOTHING and (first is None or first[0] != "e"):
+        if guard is not None and not sse_now:
+            guard.watch_after_delay()
+            try:
+                first = await conn.recv.receive()
+            except trio.EndOfChannel:
+                first = None
+            if first is not None and first[0] == "j":
+                guard.writing(app.settings.write_timeout)
+                status, body, headers = writer.json_body(first[1], stream is not None and stream.batch)
+                await respond(send, status, body, headers)
+                writer.finished = True
+                return
+            guard.stop_watching()  # from here on: no watcher at all, or the nursery's
+            if first is None or first[0] != "e":
                 writer.shielded = False  # no watcher: nothing to shield from
                 await writer.run(stream, conn, initial, sse_now, first)
                 return
@@ -169,14 +180,6 @@ async def pump(
 
 #: No item received yet (see pump).
 _NOTHING: Final[Any] = object()
-
-
-async def _next_item(conn: Conn) -> tuple[Any, ...] | None:
-    """The next item for a response, None at the end of its stream."""
-    try:
-        return await conn.recv.receive()
-    except trio.EndOfChannel:
-        return None
 
 
 class _Writer:
@@ -264,14 +267,18 @@ class _Writer:
         else:
             await self.last_write(404, error_body(-32000, "Session ended before the request was answered"))
 
-    async def json_answer(self, messages: list[Any], batched: bool) -> None:
-        """The whole JSON answer: start and body, straight to the server."""
+    def json_body(self, messages: list[Any], batched: bool) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        """The status, body and headers of a JSON answer."""
         body = encode(messages if batched else messages[0])
         status = 200
         if self.session.id is None and not batched and type(messages[0]) is ErrorResponse:
             # Stateless era: a protocol error has an HTTP status too.
             status = ERROR_STATUS.get(messages[0].error.code, 200)
-        headers = session_headers(self.session)
+        return status, body, session_headers(self.session)
+
+    async def json_answer(self, messages: list[Any], batched: bool) -> None:
+        """The whole JSON answer: start and body, straight to the server."""
+        status, body, headers = self.json_body(messages, batched)
         if self.shielded:  # see last_write
             with trio.CancelScope(shield=True), trio.fail_after(self.settings.write_timeout):
                 await respond(self.send, status, body, headers)

@@ -128,7 +128,7 @@ class HttpSessionStream:
         self.app._dropped += count
 
     def touch(self) -> None:
-        self.last_active = trio.current_time()
+        self.last_active = self.app.watch.now()
 
     async def store_event(self, stream_id: str, data: bytes) -> str | None:
         """Store an event; None when the store failed or timed out (the
