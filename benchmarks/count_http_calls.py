@@ -55,8 +55,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _procs import UrlServer
-from _report import load_average
+from _procs import UrlServer, text_table
+from _report import label, load_average
 
 OURS = "trio-mcp"
 OURS_SSE = "trio-mcp sse"
@@ -69,6 +69,9 @@ PAYLOAD = "hello, benchmark"
 FLOOR_SESSION_ID = "benchmark-floor-session-00000000"
 PATH = "/mcp"
 IO_TIMEOUT = 30.0
+#: Calls per connection before the client opens a new one (hypercorn closes
+#: a connection after its 1,000th request).
+PER_CONNECTION = 500
 CALLGRIND_TIMEOUT = 600.0
 #: A server's start-up under valgrind (imports included) is 30-100 times slower.
 CALLGRIND_START_TIMEOUT = 600.0
@@ -210,21 +213,27 @@ def prepare(addr: tuple[str, int], era: str, handshake: bool) -> Shape:
 
 def drive(addr: tuple[str, int], shape: Shape, calls: int, concurrency: int, first_id: int) -> None:
     """``calls`` calls, ``concurrency`` in flight on as many keep-alive
-    connections; each answer checked (HTTP 200 with a result)."""
+    connections (each replaced after :data:`PER_CONNECTION` calls, below
+    hypercorn's limit); each answer checked (HTTP 200 with a result)."""
     host = f"{addr[0]}:{addr[1]}"
-    socks = [socket.create_connection(addr, timeout=IO_TIMEOUT) for _ in range(min(concurrency, calls))]
     sent = done = 0
     ident = first_id
-    pending: dict[socket.socket, _Response] = {}
+    pending: dict[socket.socket, tuple[_Response, int]] = {}
+
+    def connect(selector: selectors.BaseSelector) -> None:
+        nonlocal sent, ident
+        sock = socket.create_connection(addr, timeout=IO_TIMEOUT)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        selector.register(sock, selectors.EVENT_READ)
+        pending[sock] = (_Response(), 1)
+        sock.sendall(shape.request(host, ident))
+        ident += 1
+        sent += 1
+
     try:
         with selectors.DefaultSelector() as selector:
-            for sock in socks:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                sock.sendall(shape.request(host, ident))
-                ident += 1
-                sent += 1
-                pending[sock] = _Response()
-                selector.register(sock, selectors.EVENT_READ)
+            for _ in range(min(concurrency, calls)):
+                connect(selector)
             deadline = time.monotonic() + IO_TIMEOUT
             while done < calls:
                 events = selector.select(timeout=max(0.0, deadline - time.monotonic()))
@@ -236,22 +245,26 @@ def drive(addr: tuple[str, int], shape: Shape, calls: int, concurrency: int, fir
                     chunk = sock.recv(65536)
                     if not chunk:
                         raise RuntimeError("the server closed a connection")
-                    response = pending[sock]
+                    response, used = pending[sock]
                     if not response.feed(chunk):
                         continue
                     if response.status != 200 or b'"result"' not in response.body:
                         raise RuntimeError(f"tools/call: HTTP {response.status} {response.body!r}")
                     done += 1
                     deadline = time.monotonic() + IO_TIMEOUT
-                    if sent < calls:
-                        pending[sock] = _Response()
-                        sock.sendall(shape.request(host, ident))
-                        ident += 1
-                        sent += 1
-                    else:
+                    if used >= PER_CONNECTION or sent >= calls:
                         selector.unregister(sock)
+                        del pending[sock]
+                        sock.close()
+                        if sent < calls:
+                            connect(selector)
+                        continue
+                    pending[sock] = (_Response(), used + 1)
+                    sock.sendall(shape.request(host, ident))
+                    ident += 1
+                    sent += 1
     finally:
-        for sock in socks:
+        for sock in pending:
             sock.close()
 
 
@@ -363,7 +376,7 @@ def count_target(
                     ident += calls
                     stats = pstats.Stats(profiler)
                     if dump is not None:
-                        name = f"{target.replace(' ', '-')}_{era}_{_label(concurrency)}.prof"
+                        name = f"{target.replace(' ', '-')}_{era}_{label(concurrency)}.prof"
                         stats.dump_stats(dump / name)
                     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
                     row.py_calls = stats.total_calls / calls  # type: ignore[attr-defined]
@@ -484,10 +497,6 @@ def ratios(rows: list[Counts]) -> list[dict[str, Any]]:
     return out
 
 
-def _label(concurrency: int) -> str:
-    return "seq" if concurrency == 1 else f"c{concurrency}"
-
-
 def report(doc: dict[str, Any]) -> None:
     print(f"{doc['calls']} calls per row; load average (1 min) {doc['load_before']} -> {doc['load_after']}")
     header = ("target", "era", "conc", "py calls", "task steps", "spawns", "sends", "instructions")
@@ -495,7 +504,7 @@ def report(doc: dict[str, Any]) -> None:
         (
             r["target"],
             r["era"],
-            _label(r["concurrency"]),
+            label(r["concurrency"]),
             f"{r['py_calls']:,.1f}",
             f"{r['task_steps']:.2f}",
             f"{r['tasks_spawned']:.2f}",
@@ -504,20 +513,18 @@ def report(doc: dict[str, Any]) -> None:
         )
         for r in doc["rows"]
     ]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    for cells in (header, tuple("-" * w for w in widths), *body):
-        print("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))))
+    print(text_table(header, body, left=3))
     if doc["ratios"]:
         print("\nours / floor (per call):")
         for r in doc["ratios"]:
             extra = f"  instructions {r['instructions']:.3f}" if "instructions" in r else ""
             print(
-                f"  {r['target']:<13} {r['era']:<10} {_label(r['concurrency']):<4}"
+                f"  {r['target']:<13} {r['era']:<10} {label(r['concurrency']):<4}"
                 f"  py calls {r['py_calls']:.3f}  task steps {r['task_steps']:.3f}{extra}"
             )
     for r in doc["rows"]:
         if r["top"]:
-            print(f"\nmost called, {r['target']} {r['era']} {_label(r['concurrency'])} (calls per call):")
+            print(f"\nmost called, {r['target']} {r['era']} {label(r['concurrency'])} (calls per call):")
             for count, name in r["top"]:
                 print(f"  {count / doc['calls']:8.2f}  {name}")
 

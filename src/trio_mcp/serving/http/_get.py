@@ -125,13 +125,13 @@ async def pump(
     complete, the session ends, or the client goes away.
 
     A task watches for the client going away (``http.disconnect``) and ends
-    the response then. With a ``guard`` (a POST in a session), a JSON answer
-    is waited for and written in the POST's own cancel scope, with no
-    nursery, and a watcher only if the answer takes longer than
+    the response then. With a ``guard`` (a POST in a session), the answer (a
+    JSON body or an SSE stream) is waited for and written in the POST's own
+    cancel scope, with no nursery, and a watcher only once the POST has taken
     ``disconnect_watch_delay`` (the common, fast case pays for none; see
-    :mod:`._watch`); one that turns into an SSE stream is watched from then
-    on, so that a client that went away keeps neither its connection nor
-    this task."""
+    :mod:`._watch`), so that a client that went away keeps neither its
+    connection nor this task for long. Without one (a GET stream, a
+    stateless request's own session), the watcher runs from the start."""
     session.connections += 1
     app.response_started()
     writer = _Writer(app, session, send, shielded=True)
@@ -149,11 +149,16 @@ async def pump(
                 await respond(send, status, body, headers)
                 writer.finished = True
                 return
-            guard.stop_watching()  # from here on: no watcher at all, or the nursery's
-            if first is None or first[0] != "e":
-                writer.shielded = False  # no watcher: nothing to shield from
-                await writer.run(stream, conn, initial, sse_now, first)
-                return
+        if guard is not None:
+            # Anything else (an SSE stream, 202 for a cancelled call, 404):
+            # still in the POST's scope, still watched only from the delay on;
+            # the last write stops the watcher instead of a shield.
+            if sse_now:
+                guard.watch_after_delay()
+            writer.shielded = False
+            writer.guard = guard
+            await writer.run(stream, conn, initial, sse_now, first)
+            return
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
             try:
@@ -185,7 +190,7 @@ _NOTHING: Final[Any] = object()
 class _Writer:
     """One HTTP response of a stream: JSON (one write) or SSE."""
 
-    __slots__ = ("app", "finished", "prefix", "send", "session", "settings", "shielded", "started")
+    __slots__ = ("app", "finished", "guard", "prefix", "send", "session", "settings", "shielded", "started")
 
     def __init__(
         self, app: StreamableHttpApp, session: HttpSessionStream, send: Send, *, shielded: bool
@@ -196,6 +201,8 @@ class _Writer:
         self.send = send
         #: The last write is shielded from the disconnect watcher (when there is one).
         self.shielded = shielded
+        #: The POST's guard, whose watcher the last write stops (see _watch).
+        self.guard: Guard | None = None
         self.started = False
         self.finished = False
         #: What goes out in front of the next body write (the SSE ``retry`` hint).
@@ -279,6 +286,8 @@ class _Writer:
     async def json_answer(self, messages: list[Any], batched: bool) -> None:
         """The whole JSON answer: start and body, straight to the server."""
         status, body, headers = self.json_body(messages, batched)
+        if self.guard is not None:
+            self.guard.stop_watching()
         if self.shielded:  # see last_write
             with trio.CancelScope(shield=True), trio.fail_after(self.settings.write_timeout):
                 await respond(self.send, status, body, headers)
@@ -294,6 +303,8 @@ class _Writer:
             await self.send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def last_write(self, status: int | None, data: bytes) -> None:
+        if self.guard is not None:
+            self.guard.stop_watching()
         if self.shielded:
             # Shielded from the disconnect watcher: once the response is
             # complete the server reports a disconnect while it is still
