@@ -163,9 +163,9 @@ class _InlineAnswer:
     ``auto`` mode from the handler's first notification) carrying the
     handler's notifications, then the answer. No event ids: nothing of a
     stateless request can be resumed. Runs in the POST's :class:`Guard`
-    scope; an SSE stream's keep-alive comments come from a task of the app."""
+    scope; an SSE stream's keep-alive comments come from the POST's watcher."""
 
-    __slots__ = ("app", "error_status", "guard", "lock", "mode", "pings", "send", "sse_ok", "started")
+    __slots__ = ("app", "error_status", "guard", "lock", "mode", "send", "sse_ok", "started")
 
     def __init__(
         self,
@@ -184,7 +184,6 @@ class _InlineAnswer:
         self.guard = guard
         self.started = False
         self.lock = trio.Lock()
-        self.pings: trio.CancelScope | None = None
 
     async def start_sse(self) -> None:
         self.mode = "sse"
@@ -192,10 +191,7 @@ class _InlineAnswer:
         self.app._sse_connections += 1
         with trio.fail_after(self.app.settings.write_timeout):
             await start_event_stream(self.send)
-        nursery = self.app._nursery
-        if nursery is not None:
-            self.pings = trio.CancelScope()
-            nursery.start_soon(self._keep_alive, self.pings)
+        self.guard.keep_alive(self._ping, self.app.settings.ping_interval)
 
     async def notify(self, note: Notification) -> None:
         """A notification of the handler (progress, a log message)."""
@@ -218,29 +214,18 @@ class _InlineAnswer:
         """Give up the request: cancel its handler (or its answer's write)."""
         self.guard.scope.cancel()
 
-    def stop_pings(self) -> None:
-        if self.pings is not None:
-            self.pings.cancel()
-
     async def _write(self, data: bytes, more: bool = True) -> None:
         async with self.lock:
             with trio.fail_after(self.app.settings.write_timeout):
                 await self.send({"type": "http.response.body", "body": data, "more_body": more})
 
-    async def _keep_alive(self, scope: trio.CancelScope) -> None:
-        with scope:
-            try:
-                while True:
-                    await trio.sleep(self.app.settings.ping_interval)
-                    await self._guarded(self._write(PING))
-            except Exception as exc:  # the connection is gone: so is the request
-                log.debug("stateless SSE keep-alive failed: %r", exc)
-                self.end()
+    async def _ping(self) -> None:
+        """A keep-alive comment, from the POST's watcher (see :class:`Guard`)."""
+        await self._guarded(self._write(PING))
 
     async def finish(self, reply: Response | ErrorResponse) -> None:
         """Write the answer and end the response, bounded by ``write_timeout``
         and out of reach of the disconnect watcher (see :meth:`Guard.writing`)."""
-        self.stop_pings()
         self.guard.writing(self.app.settings.write_timeout)
         if self.started:
             await self._write(format_event(None, encode(reply)))
@@ -492,7 +477,6 @@ class StatelessPath:
             pass  # the client does not read, or the server stopped: drop the connection
         finally:
             self._inline_answers.discard(answer)
-            answer.stop_pings()
             if answer.started:
                 self.app._sse_connections -= 1
             self.app.response_ended()

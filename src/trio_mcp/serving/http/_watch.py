@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -34,7 +34,18 @@ class Guard:
     a stalled body (``408``) from the rest (the client went away, a write that
     timed out, the server stopping: the response is abandoned)."""
 
-    __slots__ = ("done", "due", "now", "reading", "receive", "scope", "watch", "watcher")
+    __slots__ = (
+        "done",
+        "due",
+        "now",
+        "ping",
+        "ping_interval",
+        "reading",
+        "receive",
+        "scope",
+        "watch",
+        "watcher",
+    )
 
     def __init__(self, watch: DisconnectWatch, receive: Receive, body_timeout: float) -> None:
         self.watch = watch
@@ -46,6 +57,17 @@ class Guard:
         self.done = False
         self.due = math.inf
         self.watcher: trio.CancelScope | None = None
+        #: Written every ``ping_interval`` seconds by the watcher, once it
+        #: runs (an SSE answer's keep-alive comments; see :meth:`keep_alive`).
+        self.ping: Callable[[], Awaitable[None]] | None = None
+        self.ping_interval = math.inf
+
+    def keep_alive(self, ping: Callable[[], Awaitable[None]], interval: float) -> None:
+        """Have the watcher also call ``ping`` whenever the client has heard
+        nothing for ``interval`` seconds (the first time ``interval`` after it
+        starts, ``disconnect_watch_delay`` on)."""
+        self.ping = ping
+        self.ping_interval = interval
 
     @property
     def body_timed_out(self) -> bool:
@@ -134,10 +156,17 @@ async def _watch_one(guard: Guard) -> None:
             return
         guard.watcher = scope
         try:
-            while (await guard.receive())["type"] != "http.disconnect":
-                pass
-        except Exception as exc:  # the server's receive failed: nothing to watch
-            log.debug("disconnect watcher: receive failed: %r", exc)
+            while True:
+                message = None
+                with trio.move_on_after(guard.ping_interval):
+                    message = await guard.receive()
+                if message is None:
+                    if guard.ping is not None:
+                        await guard.ping()
+                elif message["type"] == "http.disconnect":
+                    break
+        except Exception as exc:  # the server's receive (or a ping) failed: nothing to watch
+            log.debug("disconnect watcher: %r", exc)
             return
         if not guard.done:
             guard.scope.cancel()
