@@ -384,7 +384,7 @@ class StatelessPath:
         all (:meth:`~trio_mcp.actors.Peer.serve_inline`): no session actor and
         no channels per request. The handler's notifications go on this
         request's SSE stream (``auto`` mode switches to SSE for the first one);
-        the client going away cancels the handler (see :meth:`_answer`)."""
+        the client going away cancels the handler."""
         if not self.app.running:
             raise HttpError(503, "Server is not running")
         server = self.server()
