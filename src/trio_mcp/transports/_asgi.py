@@ -50,11 +50,14 @@ class Disconnected(Exception):
 
 def header_map(scope: Scope) -> dict[str, str]:
     """Request headers by lowercase name (repeated ones joined with ", ")."""
-    out: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", ()):
-        name = raw_name.decode("latin-1").lower()
-        value = raw_value.decode("latin-1")
-        out[name] = f"{out[name]}, {value}" if name in out else value
+    pairs = [
+        (name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in scope.get("headers", ())
+    ]
+    out = dict(pairs)
+    if len(out) < len(pairs):  # a repeated header: its values joined, in order
+        out = {}
+        for name, value in pairs:
+            out[name] = f"{out[name]}, {value}" if name in out else value
     return out
 
 
@@ -114,20 +117,30 @@ async def read_body(
 ) -> bytes:
     """The request body, at most ``limit`` bytes (413 beyond, with
     ``too_large_headers``); raises :class:`Disconnected` if the client left."""
-    too_large = HttpError(413, f"Payload too large (limit {limit} bytes)", headers=too_large_headers)
     length = headers.get("content-length")
     if length is not None and length.strip().isdigit() and int(length) > limit:
-        raise too_large
-    body = bytearray()
+        raise _too_large(limit, too_large_headers)
+    body: bytes | bytearray = b""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise Disconnected
-        body += message.get("body", b"")
-        if len(body) > limit:
-            raise too_large
+        chunk = message.get("body", b"")
+        if chunk:
+            if not body:
+                body = chunk  # one chunk, no copy: the usual case
+            else:
+                if type(body) is bytes:
+                    body = bytearray(body)
+                body += chunk
+            if len(body) > limit:
+                raise _too_large(limit, too_large_headers)
         if not message.get("more_body", False):
             return bytes(body)
+
+
+def _too_large(limit: int, headers: Iterable[tuple[bytes, bytes]]) -> HttpError:
+    return HttpError(413, f"Payload too large (limit {limit} bytes)", headers=headers)
 
 
 def error_body(code: int, message: str, ident: Any = None) -> bytes:

@@ -182,6 +182,29 @@ async def test_a_client_that_goes_away_cancels_the_handler() -> None:
             await app.cancelled.wait()
 
 
+async def test_a_long_sse_answer_gets_keep_alive_comments_until_its_client_leaves() -> None:
+    """Nothing but the handler's answer would be written for as long as it
+    runs: the POST's watcher (once the request has run disconnect_watch_delay)
+    writes a keep-alive comment every ping_interval, and cancels the handler
+    when the client goes away."""
+    app = stateless_app()
+    options = {"json_response": False, "ping_interval": 0.1, "disconnect_watch_delay": 0.1}
+    async with serving(app, **options) as (_, url), http() as client:
+        body, mirrored = call("block", {})
+        with trio.fail_after(TIMEOUT):
+            async with client.stream(
+                "POST", url, content=body, headers={**ACCEPT_BOTH, **mirrored}
+            ) as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                seen = b""
+                async for chunk in stream.aiter_bytes():
+                    seen += chunk
+                    if seen.count(b": ping") >= 2:
+                        break
+                assert app.entered.is_set() and not app.cancelled.is_set()
+            await app.cancelled.wait()  # the client left: the handler is cancelled
+
+
 async def test_stopping_the_server_cancels_stateless_requests_in_flight() -> None:
     app = stateless_app()
     outcome: list[Any] = []

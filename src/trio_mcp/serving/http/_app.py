@@ -134,6 +134,7 @@ from ._post import handle_post
 from ._session import HttpSessionStream
 from ._sessions import ClusterHook, ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 from ._stateless import StatelessPath
+from ._watch import DisconnectWatch
 
 __all__ = ["AsgiCallable", "StreamableHttpApp"]
 
@@ -232,6 +233,8 @@ class StreamableHttpApp(AsgiApp):
         self._sse_connections = 0
         self._pumps = 0
         self._pumps_done = trio.Event()
+        #: Watches the clients of slow POSTs for going away (see :mod:`._watch`).
+        self.watch = DisconnectWatch(settings.disconnect_watch_delay)
         #: Stateless requests (2026-07-28, and all of them with ``stateless=True``).
         self.stateless = StatelessPath(self)
         #: Adds to the ``/readyz`` report (see :mod:`._health`).
@@ -309,6 +312,7 @@ class StreamableHttpApp(AsgiApp):
                 if self._shared is not None:
                     nursery.start_soon(self._hold_lifespan, self._shared)
                     await self._lifespan_ready.wait()
+                await nursery.start(self.watch.run)
                 self._nursery = nursery
                 if self.expiry.period is not None:
                     nursery.start_soon(self._reaper)
@@ -319,6 +323,7 @@ class StreamableHttpApp(AsgiApp):
         finally:
             self._closed = True
             self._nursery = None
+            self.watch.close()
             for session in self.registry.local():
                 self.end_session(session, "server stopped")
             self.stateless.end()

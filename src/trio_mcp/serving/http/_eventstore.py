@@ -34,7 +34,10 @@ class EventStore(Protocol):
 
     ``stream_id`` values are chosen by the server (short, URL-safe, without
     ``":"``). Every method is awaited under the server's own bounds; an
-    implementation backed by I/O should apply its own timeouts too.
+    implementation backed by I/O should apply its own timeouts too. A store
+    whose writes never block may also define ``store_event_nowait(stream_id,
+    data) -> str`` (as :class:`MemoryEventStore` does), which the server then
+    calls instead of ``store_event``, without a deadline.
     """
 
     async def store_event(self, stream_id: str, data: bytes) -> str:

@@ -23,6 +23,7 @@ from ...transports.http._sse import PING, format_event, format_retry
 from ._config import ERROR_STATUS, LAST_EVENT_HEADER, SESSION_HEADER, accepts, media_types
 from ._session import HttpSessionStream
 from ._streams import Busy, Conn, Event, OutStream
+from ._watch import Guard
 
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
@@ -119,31 +120,46 @@ async def pump(
     *,
     sse_now: bool,
     forget: str | None = None,
-    watch: bool = True,
+    guard: Guard | None = None,
 ) -> None:
     """Write a stream's items to one HTTP response until the stream is
     complete, the session ends, or the client goes away.
 
     A task watches for the client going away (``http.disconnect``) and ends
-    the response then. With ``watch`` false (a POST in a session), a JSON
-    answer that comes within ``disconnect_watch_delay`` is written with no
-    watcher, no nursery and no cancel scope but its bounds (the common,
-    fast case); an answer that does not (a slow call, or one never
-    answered), or one that turns into an SSE stream, is watched from then
-    on, so that a client that went away keeps neither its connection nor
-    this task."""
+    the response then. With a ``guard`` (a POST in a session), the answer (a
+    JSON body or an SSE stream) is waited for and written in the POST's own
+    cancel scope, with no nursery, and a watcher only once the POST has taken
+    ``disconnect_watch_delay`` (the common, fast case pays for none; see
+    :mod:`._watch`), so that a client that went away keeps neither its
+    connection nor this task for long. Without one (a GET stream, a
+    stateless request's own session), the watcher runs from the start."""
     session.connections += 1
     app.response_started()
     writer = _Writer(app, session, send, shielded=True)
     try:
         first: Any = _NOTHING
-        if not watch and not sse_now:
-            with trio.move_on_after(app.settings.disconnect_watch_delay):
-                first = await _next_item(conn)
-            if first is not _NOTHING and (first is None or first[0] != "e"):
-                writer.shielded = False  # no watcher: nothing to shield from
-                await writer.run(stream, conn, initial, sse_now, first)
+        if guard is not None and not sse_now:
+            guard.watch_after_delay()
+            try:
+                first = await conn.recv.receive()
+            except trio.EndOfChannel:
+                first = None
+            if first is not None and first[0] == "j":
+                guard.writing(app.settings.write_timeout)
+                status, body, headers = writer.json_body(first[1], stream is not None and stream.batch)
+                await respond(send, status, body, headers)
+                writer.finished = True
                 return
+        if guard is not None:
+            # Anything else (an SSE stream, 202 for a cancelled call, 404):
+            # still in the POST's scope, still watched only from the delay on;
+            # the last write stops the watcher instead of a shield.
+            if sse_now:
+                guard.watch_after_delay()
+            writer.shielded = False
+            writer.guard = guard
+            await writer.run(stream, conn, initial, sse_now, first)
+            return
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
             try:
@@ -172,18 +188,10 @@ async def pump(
 _NOTHING: Final[Any] = object()
 
 
-async def _next_item(conn: Conn) -> tuple[Any, ...] | None:
-    """The next item for a response, None at the end of its stream."""
-    try:
-        return await conn.recv.receive()
-    except trio.EndOfChannel:
-        return None
-
-
 class _Writer:
     """One HTTP response of a stream: JSON (one write) or SSE."""
 
-    __slots__ = ("app", "finished", "prefix", "send", "session", "settings", "shielded", "started")
+    __slots__ = ("app", "finished", "guard", "prefix", "send", "session", "settings", "shielded", "started")
 
     def __init__(
         self, app: StreamableHttpApp, session: HttpSessionStream, send: Send, *, shielded: bool
@@ -194,6 +202,8 @@ class _Writer:
         self.send = send
         #: The last write is shielded from the disconnect watcher (when there is one).
         self.shielded = shielded
+        #: The POST's guard, whose watcher the last write stops (see _watch).
+        self.guard: Guard | None = None
         self.started = False
         self.finished = False
         #: What goes out in front of the next body write (the SSE ``retry`` hint).
@@ -265,14 +275,20 @@ class _Writer:
         else:
             await self.last_write(404, error_body(-32000, "Session ended before the request was answered"))
 
-    async def json_answer(self, messages: list[Any], batched: bool) -> None:
-        """The whole JSON answer: start and body, straight to the server."""
+    def json_body(self, messages: list[Any], batched: bool) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        """The status, body and headers of a JSON answer."""
         body = encode(messages if batched else messages[0])
         status = 200
         if self.session.id is None and not batched and type(messages[0]) is ErrorResponse:
             # Stateless era: a protocol error has an HTTP status too.
             status = ERROR_STATUS.get(messages[0].error.code, 200)
-        headers = session_headers(self.session)
+        return status, body, session_headers(self.session)
+
+    async def json_answer(self, messages: list[Any], batched: bool) -> None:
+        """The whole JSON answer: start and body, straight to the server."""
+        status, body, headers = self.json_body(messages, batched)
+        if self.guard is not None:
+            self.guard.stop_watching()
         if self.shielded:  # see last_write
             with trio.CancelScope(shield=True), trio.fail_after(self.settings.write_timeout):
                 await respond(self.send, status, body, headers)
@@ -288,6 +304,8 @@ class _Writer:
             await self.send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def last_write(self, status: int | None, data: bytes) -> None:
+        if self.guard is not None:
+            self.guard.stop_watching()
         if self.shielded:
             # Shielded from the disconnect watcher: once the response is
             # complete the server reports a disconnect while it is still

@@ -7,8 +7,6 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any
 
-import trio
-
 from ...actors import PeerLimits
 from ...actors._peer_limits import oversized_batch
 from ...protocol import (
@@ -27,6 +25,7 @@ from ._get import pump, session_headers
 from ._session import HttpSessionStream
 from ._stateless import rejection
 from ._streams import Conn
+from ._watch import Guard
 
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
@@ -45,10 +44,40 @@ async def handle_post(
     sse_ok = accepts(accepted, "text/event-stream")
     if not (json_ok or sse_ok):
         raise HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
+    settings = app.settings
+    # The POST's one cancel scope: the body's deadline, the answer's write's,
+    # and its client going away (see _watch).
+    guard = app.watch.guard(receive, settings.body_timeout)
     try:
-        body = await read_body_in_time(app, receive, headers)
-    except Disconnected:
-        return
+        with guard.scope:
+            try:
+                body = await read_body(receive, headers, settings.max_body_size)
+            except Disconnected:
+                return
+            guard.body_read()
+            await _post_body(app, guard, body, scope, receive, send, headers, json_ok, sse_ok)
+    finally:
+        guard.stop_watching()
+    if guard.body_timed_out:
+        # A stalled body: the server then closes the connection, whose body is unread.
+        raise HttpError(
+            408,
+            f"Request Timeout: the body did not arrive within {settings.body_timeout:g} s",
+            headers=[(b"connection", b"close")],
+        )
+
+
+async def _post_body(
+    app: StreamableHttpApp,
+    guard: Guard,
+    body: bytes,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    headers: dict[str, str],
+    json_ok: bool,
+    sse_ok: bool,
+) -> None:
     frame = decode(body)
     if type(frame) is InvalidMessage:
         await respond(send, 400, encode(error_response(frame.id, frame.error)))
@@ -70,7 +99,7 @@ async def handle_post(
         auth.check_scopes(app._shared, headers, requests)
     if app.settings.stateless and not app.stateless.is_stateless(headers, requests):
         # A stateless server: handshake-era requests are answered without sessions.
-        await app.stateless.serve_handshake(frame, requests, headers, json_ok, sse_ok, receive, send)
+        await app.stateless.serve_handshake(frame, requests, headers, json_ok, sse_ok, guard, send)
         return
     # An initialize that says it is of the stateless era is a removed method there (404).
     modern_header = headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS
@@ -98,7 +127,7 @@ async def handle_post(
             await respond(send, status, encode(error_response(request.id, error)))
             return
         if app._shared is not None and request.method != "subscriptions/listen":
-            await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, receive, send)
+            await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send)
             return
         # subscriptions/listen (a stream of notifications), or an app made
         # per session: a session of its own, for this request only.
@@ -124,7 +153,7 @@ async def handle_post(
         if auth is not None and app._shared is None:
             auth.check_scopes(session.server_session.app, headers, requests)
         await _post_session(
-            app, session, frame, requests, batch, is_init, json_ok, sse_ok, headers, receive, send
+            app, session, frame, requests, batch, is_init, json_ok, sse_ok, headers, guard, send
         )
     finally:
         if ephemeral:
@@ -141,19 +170,6 @@ def batch_limit(app: StreamableHttpApp) -> int:
     return int(limits.max_batch_items)
 
 
-async def read_body_in_time(app: StreamableHttpApp, receive: Receive, headers: dict[str, str]) -> bytes:
-    """The request body, whole within ``body_timeout``: a stalled body gets
-    ``408`` (the server then closes the connection, whose body is unread)."""
-    settings = app.settings
-    with trio.move_on_after(settings.body_timeout):
-        return await read_body(receive, headers, settings.max_body_size)
-    raise HttpError(
-        408,
-        f"Request Timeout: the body did not arrive within {settings.body_timeout:g} s",
-        headers=[(b"connection", b"close")],
-    )
-
-
 async def _post_session(
     app: StreamableHttpApp,
     session: HttpSessionStream,
@@ -164,7 +180,7 @@ async def _post_session(
     json_ok: bool,
     sse_ok: bool,
     headers: dict[str, str],
-    receive: Receive,
+    guard: Guard,
     send: Send,
 ) -> None:
     if not requests:
@@ -203,10 +219,10 @@ async def _post_session(
         stream,
         conn,
         [],
-        receive,
+        guard.receive,
         send,
         sse_now=mode == "sse",
-        watch=session.id is None,
+        guard=None if session.id is None else guard,
     )
     if session.id is None and not conn.complete:
         # A stateless request whose client went away: nobody can resume it.

@@ -131,7 +131,7 @@ class HttpSessionStream:
         self.app._dropped += count
 
     def touch(self) -> None:
-        self.last_active = trio.current_time()
+        self.last_active = self.app.watch.now()
 
     async def store_event(self, stream_id: str, data: bytes) -> str | None:
         """Store an event; None when the store failed or timed out (the
@@ -139,8 +139,12 @@ class HttpSessionStream:
         store = self.store
         assert store is not None
         try:
-            with trio.fail_after(self.settings.store_timeout):
-                event_id = await store.store_event(stream_id, data)
+            nowait = getattr(type(store), "store_event_nowait", None)
+            if nowait is not None:  # a store that never blocks: no deadline to keep
+                event_id: str = nowait(store, stream_id, data)
+            else:
+                with trio.fail_after(self.settings.store_timeout):
+                    event_id = await store.store_event(stream_id, data)
         except Exception:
             log.exception("event store: store_event failed")
             return None

@@ -41,7 +41,7 @@ from ...protocol import (
     lookup,
     method_available,
 )
-from ...transports._asgi import HttpError, Receive, Scope, Send, respond, start_event_stream, watch_disconnect
+from ...transports._asgi import HttpError, Scope, Send, respond, start_event_stream
 from ...transports._base import REQUEST_HEADERS, TransportClosed
 from ...transports.http._headers import (
     PARAM_PREFIX,
@@ -53,6 +53,7 @@ from ...transports.http._headers import (
 )
 from ...transports.http._sse import PING, format_event
 from ._config import ERROR_STATUS, VERSION_HEADER, Mode, answer_mode
+from ._watch import Guard
 
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
@@ -161,9 +162,10 @@ class _InlineAnswer:
     one JSON body, or an SSE stream (from the start in ``sse`` mode; in
     ``auto`` mode from the handler's first notification) carrying the
     handler's notifications, then the answer. No event ids: nothing of a
-    stateless request can be resumed."""
+    stateless request can be resumed. Runs in the POST's :class:`Guard`
+    scope; an SSE stream's keep-alive comments come from the POST's watcher."""
 
-    __slots__ = ("app", "error_status", "lock", "mode", "nursery", "send", "sse_ok", "started")
+    __slots__ = ("app", "error_status", "guard", "lock", "mode", "send", "sse_ok", "started")
 
     def __init__(
         self,
@@ -171,7 +173,7 @@ class _InlineAnswer:
         send: Send,
         mode: Mode,
         sse_ok: bool,
-        nursery: trio.Nursery,
+        guard: Guard,
         error_status: bool,
     ) -> None:
         self.app = app
@@ -179,7 +181,7 @@ class _InlineAnswer:
         self.send = send
         self.mode: Mode = mode
         self.sse_ok = sse_ok
-        self.nursery = nursery
+        self.guard = guard
         self.started = False
         self.lock = trio.Lock()
 
@@ -189,7 +191,7 @@ class _InlineAnswer:
         self.app._sse_connections += 1
         with trio.fail_after(self.app.settings.write_timeout):
             await start_event_stream(self.send)
-        self.nursery.start_soon(self._keep_alive)
+        self.guard.keep_alive(self._ping, self.app.settings.ping_interval)
 
     async def notify(self, note: Notification) -> None:
         """A notification of the handler (progress, a log message)."""
@@ -206,32 +208,33 @@ class _InlineAnswer:
         except trio.TooSlowError:
             # The client does not read: give up the request (the handler is
             # cancelled at its next checkpoint).
-            self.nursery.cancel_scope.cancel()
+            self.end()
+
+    def end(self) -> None:
+        """Give up the request: cancel its handler (or its answer's write)."""
+        self.guard.scope.cancel()
 
     async def _write(self, data: bytes, more: bool = True) -> None:
         async with self.lock:
             with trio.fail_after(self.app.settings.write_timeout):
                 await self.send({"type": "http.response.body", "body": data, "more_body": more})
 
-    async def _keep_alive(self) -> None:
-        while True:
-            await trio.sleep(self.app.settings.ping_interval)
-            await self._guarded(self._write(PING))
+    async def _ping(self) -> None:
+        """A keep-alive comment, from the POST's watcher (see :class:`Guard`)."""
+        await self._guarded(self._write(PING))
 
     async def finish(self, reply: Response | ErrorResponse) -> None:
-        """Write the answer and end the response. Shielded from the disconnect
-        watcher: hypercorn reports a disconnect while it recycles the
-        connection inside the last send, and cancelling that would strand it."""
-        with trio.CancelScope(shield=True):
-            if self.started:
-                await self._write(format_event(None, encode(reply)))
-                await self._write(b"", more=False)
-                return
-            status = 200
-            if self.error_status and type(reply) is ErrorResponse:
-                status = ERROR_STATUS.get(reply.error.code, 200)  # the stateless era gives errors a status
-            with trio.fail_after(self.app.settings.write_timeout):
-                await respond(self.send, status, encode(reply))
+        """Write the answer and end the response, bounded by ``write_timeout``
+        and out of reach of the disconnect watcher (see :meth:`Guard.writing`)."""
+        self.guard.writing(self.app.settings.write_timeout)
+        if self.started:
+            await self._write(format_event(None, encode(reply)))
+            await self._write(b"", more=False)
+            return
+        status = 200
+        if self.error_status and type(reply) is ErrorResponse:
+            status = ERROR_STATUS.get(reply.error.code, 200)  # the stateless era gives errors a status
+        await respond(self.send, status, encode(reply))
 
 
 def _made_for(app: Any) -> tuple[Any, ...]:
@@ -266,7 +269,7 @@ class StatelessPath:
     def end(self) -> None:
         """The server stops: cancel every request being answered inline."""
         for answer in list(self._inline_answers):
-            answer.nursery.cancel_scope.cancel()
+            answer.end()
         self._stateless = None
         self._handshake.clear()
 
@@ -373,7 +376,7 @@ class StatelessPath:
         headers: dict[str, str],
         json_ok: bool,
         sse_ok: bool,
-        receive: Receive,
+        guard: Guard,
         send: Send,
     ) -> None:
         """A stateless request (not ``subscriptions/listen``) of a shared app,
@@ -390,7 +393,7 @@ class StatelessPath:
             if problem is not None:
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
                 return
-        await self._answer(server, request, headers, json_ok, sse_ok, receive, send, error_status=True)
+        await self._answer(server, request, headers, json_ok, sse_ok, guard, send, error_status=True)
 
     async def serve_handshake(
         self,
@@ -399,7 +402,7 @@ class StatelessPath:
         headers: dict[str, str],
         json_ok: bool,
         sse_ok: bool,
-        receive: Receive,
+        guard: Guard,
         send: Send,
     ) -> None:
         """A handshake-era POST to a server with ``stateless=True``: answered on
@@ -424,7 +427,7 @@ class StatelessPath:
         else:
             version = headers.get(VERSION_HEADER, "").strip() or V2025_03_26
             server = self._handshake_server(version)
-        await self._answer(server, request, headers, json_ok, sse_ok, receive, send, error_status=False)
+        await self._answer(server, request, headers, json_ok, sse_ok, guard, send, error_status=False)
 
     def _handshake_server(self, version: str) -> Any:
         app = self.app._shared
@@ -446,36 +449,34 @@ class StatelessPath:
         headers: dict[str, str],
         json_ok: bool,
         sse_ok: bool,
-        receive: Receive,
+        guard: Guard,
         send: Send,
         *,
         error_status: bool,
     ) -> None:
-        """Serve ``request`` in this task with ``server`` and write its answer."""
+        """Serve ``request`` in this task with ``server`` and write its answer,
+        in the POST's ``guard`` scope: the client going away cancels the
+        handler (noticed once it has run ``disconnect_watch_delay``)."""
         mode = answer_mode(self.app.settings.json_response, json_ok, sse_ok)
         self.app.response_started()
+        answer = _InlineAnswer(self.app, send, mode, sse_ok, guard, error_status)
+        self._inline_answers.add(answer)
+        guard.watch_after_delay()
         try:
-            async with trio.open_nursery() as nursery:
-                answer = _InlineAnswer(self.app, send, mode, sse_ok, nursery, error_status)
-                self._inline_answers.add(answer)
-                nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-                try:
-                    if mode == "sse":
-                        await answer.start_sse()
-                    token = REQUEST_HEADERS.set((server.peer, headers))
-                    try:
-                        reply = await server.peer.serve_inline(request, answer.notify)
-                    finally:
-                        REQUEST_HEADERS.reset(token)
-                    await answer.finish(reply)
-                except (trio.TooSlowError, TransportClosed):
-                    pass  # the client does not read, or the server stopped: drop the connection
-                finally:
-                    self._inline_answers.discard(answer)
-                    if answer.started:
-                        self.app._sse_connections -= 1
-                    nursery.cancel_scope.cancel()
+            if mode == "sse":
+                await answer.start_sse()
+            token = REQUEST_HEADERS.set((server.peer, headers))
+            try:
+                reply = await server.peer.serve_inline(request, answer.notify)
+            finally:
+                REQUEST_HEADERS.reset(token)
+            await answer.finish(reply)
+        except (trio.TooSlowError, TransportClosed):
+            pass  # the client does not read, or the server stopped: drop the connection
         finally:
+            self._inline_answers.discard(answer)
+            if answer.started:
+                self.app._sse_connections -= 1
             self.app.response_ended()
 
     def server(self) -> Any:

@@ -1,0 +1,172 @@
+"""One cancel scope per POST, and a task watching for its client going away
+only once the POST has taken a while.
+
+A :class:`Guard` is a POST's one cancel scope. Its deadline bounds the body
+(``body_timeout``), is lifted while the request is served, and bounds the
+answer's write (``write_timeout``); a watcher cancels it when the client
+goes away. Most POSTs are answered within milliseconds, and a task per POST
+only to notice a client that left costs more than the answer, so the
+:class:`DisconnectWatch` (one task per app) starts a watcher only for the
+POSTs still running ``disconnect_watch_delay`` seconds after they asked for
+one (in batches, at most every quarter of that delay).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ...transports._asgi import Receive
+
+__all__ = ["DisconnectWatch", "Guard"]
+
+log = logging.getLogger("trio_mcp.http.server")
+
+
+class Guard:
+    """One POST's cancel scope (see the module documentation). The POST's task
+    runs inside ``with guard.scope:``; afterwards :attr:`body_timed_out` tells
+    a stalled body (``408``) from the rest (the client went away, a write that
+    timed out, the server stopping: the response is abandoned)."""
+
+    __slots__ = (
+        "done",
+        "due",
+        "now",
+        "ping",
+        "ping_interval",
+        "reading",
+        "receive",
+        "scope",
+        "watch",
+        "watcher",
+    )
+
+    def __init__(self, watch: DisconnectWatch, receive: Receive, body_timeout: float) -> None:
+        self.watch = watch
+        self.receive = receive
+        self.now = watch.now
+        self.scope = trio.CancelScope(deadline=self.now() + body_timeout)
+        self.reading = True
+        #: No watcher wanted any more (answered, or the POST is over).
+        self.done = False
+        self.due = math.inf
+        self.watcher: trio.CancelScope | None = None
+        #: Written every ``ping_interval`` seconds by the watcher, once it
+        #: runs (an SSE answer's keep-alive comments; see :meth:`keep_alive`).
+        self.ping: Callable[[], Awaitable[None]] | None = None
+        self.ping_interval = math.inf
+
+    def keep_alive(self, ping: Callable[[], Awaitable[None]], interval: float) -> None:
+        """Have the watcher also call ``ping`` whenever the client has heard
+        nothing for ``interval`` seconds (the first time ``interval`` after it
+        starts, ``disconnect_watch_delay`` on)."""
+        self.ping = ping
+        self.ping_interval = interval
+
+    @property
+    def body_timed_out(self) -> bool:
+        return self.reading and self.scope.cancelled_caught
+
+    def body_read(self) -> None:
+        """The body is in: no deadline while the request is served."""
+        self.reading = False
+        self.scope.deadline = math.inf
+
+    def watch_after_delay(self) -> None:
+        """Cancel the scope if the client goes away, watched from
+        ``disconnect_watch_delay`` seconds on (unless answered by then)."""
+        self.watch.add(self)
+
+    def writing(self, timeout: float) -> None:
+        """The last write begins: no watcher may cancel it (hypercorn reports
+        a disconnect while it recycles the connection inside that very send),
+        and ``timeout`` bounds it."""
+        self.stop_watching()
+        self.scope.deadline = self.now() + timeout
+
+    def stop_watching(self) -> None:
+        self.done = True
+        watcher = self.watcher
+        if watcher is not None:
+            self.watcher = None
+            watcher.cancel()
+
+
+class DisconnectWatch:
+    """Starts the watchers of the :class:`Guard` s that ask for one, once
+    their delay has passed (see the module documentation); :meth:`run` hosts them."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        #: Watchers start at most this often, each batch for every guard due by then.
+        self.tick = delay / 4
+        #: ``trio.current_time``, the run's clock read directly once :meth:`run` has started.
+        self.now: Callable[[], float] = trio.current_time
+        self._queue: deque[Guard] = deque()
+        self._parked: trio.lowlevel.Task | None = None
+
+    def guard(self, receive: Receive, body_timeout: float) -> Guard:
+        return Guard(self, receive, body_timeout)
+
+    def add(self, guard: Guard) -> None:
+        guard.due = self.now() + self.delay
+        self._queue.append(guard)
+        task = self._parked
+        if task is not None:
+            self._parked = None
+            trio.lowlevel.reschedule(task)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start watchers as their guards come due, until cancelled."""
+        self.now = trio.lowlevel.current_clock().current_time
+        queue = self._queue
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._parked = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            while True:
+                if not queue:
+                    self._parked = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(abort)
+                    continue
+                await trio.sleep_until(queue[0].due + self.tick)
+                now = self.now()
+                while queue and queue[0].due <= now:
+                    guard = queue.popleft()
+                    if not guard.done:
+                        nursery.start_soon(_watch_one, guard)
+
+    def close(self) -> None:
+        """The app stops: forget every guard (their POSTs are ending)."""
+        self._queue.clear()
+
+
+async def _watch_one(guard: Guard) -> None:
+    with trio.CancelScope() as scope:
+        if guard.done:
+            return
+        guard.watcher = scope
+        try:
+            while True:
+                message = None
+                with trio.move_on_after(guard.ping_interval):
+                    message = await guard.receive()
+                if message is None:
+                    if guard.ping is not None:
+                        await guard.ping()
+                elif message["type"] == "http.disconnect":
+                    break
+        except Exception as exc:  # the server's receive (or a ping) failed: nothing to watch
+            log.debug("disconnect watcher: %r", exc)
+            return
+        if not guard.done:
+            guard.scope.cancel()
