@@ -24,7 +24,15 @@ from trio_mcp.bench import (
     parse_threshold,
 )
 from trio_mcp.bench._report import terminal_histogram
-from trio_mcp.bench._stats import Aggregate, OpRecorder, Tick, histogram_of, new_histogram, percentiles
+from trio_mcp.bench._stats import (
+    Aggregate,
+    OpRecorder,
+    Tick,
+    histogram_of,
+    moments,
+    new_histogram,
+    percentiles,
+)
 from trio_mcp.bench._thresholds import evaluate
 
 # ------------------------------------------------------------------ plans
@@ -183,6 +191,16 @@ def test_histograms_from_two_workers_merge_without_loss() -> None:
     assert percentiles(merged, ps) == {p: reference.get_value_at_percentile(p) for p in ps}
     assert merged.get_mean_value() == reference.get_mean_value()
     assert agg.per_worker == {0: 2500, 1: 2500}
+
+
+def test_mean_and_stdev_are_hdrhs_own_figures() -> None:
+    # from exact microseconds (below 2048) to buckets hundreds of microseconds wide
+    rng = random.Random(9)
+    values = [int(rng.lognormvariate(9.0, 1.5)) for _ in range(3000)]
+    assert min(values) < 2048 < 2**18 < max(values)
+    h = histogram_of(values)
+    assert moments(h) == (h.get_mean_value(), h.get_stddev())
+    assert moments(new_histogram()) == (0.0, 0.0)
 
 
 def test_a_finished_worker_no_longer_holds_intervals_back() -> None:

@@ -24,112 +24,43 @@ a lock, the others resend with its token. Every OAuth request is bounded by
 ``authorization_timeout``. Failures raise an :class:`OAuthError` (an
 ``httpx.HTTPError``) out of the request; nothing logged carries a token, a
 code, a secret or a PKCE verifier.
+
+This module holds the per-request logic and the flow's state; the steps live
+apart: discovery (:mod:`._authorization_server`), dynamic client registration
+(:mod:`._registration`), the authorization code flow (:mod:`._authorization_code`),
+token requests and the grants without a user (:mod:`._token_requests`), each
+over one bounded exchange (:mod:`._exchange`).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import logging
-import secrets
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
-from urllib.parse import parse_qsl, quote_plus, urlsplit
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
+from urllib.parse import urlsplit
 
-import attrs
 import httpx
 import msgspec
 import trio
 
-from .._util import check_positive, numeric_fields
-from ._credentials import CLIENT_ASSERTION_TYPE, ClientCredentials, ClientCredentialsConfigError
-from ._discovery import (
-    Challenge,
-    as_metadata_urls,
-    bearer_challenge,
-    canonical_server_url,
-    is_loopback,
-    parse_challenges,
-    prm_urls,
-    resource_matches,
-    with_query,
-)
+from ._authorization_code import authorization_code_grant
+from ._authorization_server import AuthorizationContext, discover
+from ._credentials import ClientCredentials, ClientCredentialsConfigError
+from ._discovery import Challenge, bearer_challenge, canonical_server_url, parse_challenges
 from ._dpop import DPoPKey, needs_nonce
-from ._errors import (
-    AuthorizationResponseError,
-    DiscoveryError,
-    IssuerMismatchError,
-    OAuthError,
-    RegistrationError,
-    ResourceMismatchError,
-    TokenRequestError,
-    UnsupportedServerError,
-)
+from ._errors import OAuthError, TokenRequestError, UnsupportedServerError
+from ._exchange import oauth_http
 from ._grants import AssertionGrant, EnterpriseGrant, JwtBearerGrant
-from ._handlers import AuthorizationHandler, AuthorizationRequest, FollowRedirectHandler
-from ._http import new_client, tls_context
-from ._models import (
-    AuthorizationServerMetadata,
-    ClientInformation,
-    ClientMetadata,
-    OAuthToken,
-    ProtectedResourceMetadata,
-    _ErrorResponse,
-    _TokenResponse,
-)
+from ._handlers import AuthorizationHandler, FollowRedirectHandler
+from ._http import tls_context
+from ._models import ClientInformation, ClientMetadata, OAuthToken
+from ._registration import register_client
+from ._settings import OAuthClientSettings
 from ._storage import InMemoryTokenStorage, TokenStorage
+from ._token_requests import TokenEndpoint
 
 __all__ = ["OAuthClientAuth", "OAuthClientSettings"]
 
 log = logging.getLogger("trio_mcp.auth")
-
-_T = TypeVar("_T")
-_SECRET_METHODS = ("client_secret_basic", "client_secret_post")
-_KNOWN_METHODS = (*_SECRET_METHODS, "none")
-#: How a client_credentials client may authenticate (never ``none``).
-_CREDENTIALS_METHODS = (*_SECRET_METHODS, "private_key_jwt")
-
-
-@attrs.frozen(kw_only=True)
-class OAuthClientSettings:
-    """Every bound of the OAuth client, named. Times in seconds."""
-
-    #: One OAuth HTTP exchange (a metadata document, a registration, a token request).
-    request_timeout: float = 10.0
-    #: The authorization handler's whole ``authorize`` call (a user logging in).
-    authorization_timeout: float = 300.0
-    #: Re-authorizations on ``403 insufficient_scope`` for one request.
-    max_step_ups: int = 2
-    #: Refresh (or re-authorize) this long before the access token expires
-    #: (at most half its lifetime).
-    expiry_margin: float = 30.0
-    #: Largest metadata document or token response accepted, in bytes.
-    max_document_size: int = 1 << 20
-    #: Accept ``http://`` authorization server URLs on non-loopback hosts
-    #: (``http://localhost`` and ``http://127.0.0.1`` are always accepted).
-    allow_insecure_http: bool = False
-
-    def __attrs_post_init__(self) -> None:
-        numbers = numeric_fields(self)
-        check_positive(self, [n for n in numbers if n != "max_step_ups"], nonnegative=["max_step_ups"])
-
-
-@attrs.frozen
-class _Context:
-    """What discovery found for one flow."""
-
-    resource: str
-    issuer: str
-    metadata: AuthorizationServerMetadata
-    #: ``None``: the server publishes no protected resource metadata (2025-03-26 fallback).
-    prm: ProtectedResourceMetadata | None
-
-
-class _Unreachable(Exception):
-    """An OAuth HTTP exchange did not complete (the reason, no secrets)."""
 
 
 class OAuthClientAuth(httpx.Auth):
@@ -234,6 +165,9 @@ class OAuthClientAuth(httpx.Auth):
         if http_client is None:
             tls_context()  # built now, not inside the first request's time budget
         self._origin = _origin_of(self.server_url)
+        self._token_endpoint = TokenEndpoint(
+            self.settings, dpop=self.dpop, client_credentials=client_credentials
+        )
         self._lock = trio.Lock()
         self._loaded = False
         self._tokens: OAuthToken | None = None
@@ -241,7 +175,7 @@ class OAuthClientAuth(httpx.Auth):
         self._generation = 0
         #: The generation a refresh produced (its rejection means: authorize again).
         self._refreshed_generation = -1
-        self._context: _Context | None = None
+        self._context: AuthorizationContext | None = None
         self._requested: list[str] = []
         #: The last failure (also raised out of the request that met it).
         self.last_error: OAuthError | None = None
@@ -359,13 +293,13 @@ class OAuthClientAuth(httpx.Auth):
                     and context.issuer == tokens.issuer
                 ):
                     # (a failure is raised out of this request: a 401 would only ask again)
-                    async with self._http() as http:
+                    async with oauth_http(self.settings, self._http_client) as http:
                         await self._obtain(http, context, self._requested or tokens.scopes)
                 elif not tokens.refresh_token:
                     self._set_tokens(None)
                 elif context is not None and context.issuer == tokens.issuer:
                     try:
-                        async with self._http() as http:
+                        async with oauth_http(self.settings, self._http_client) as http:
                             await self._refresh(http, context, tokens)
                     except OAuthError as exc:
                         log.info("token refresh failed (%s); authorizing again on the next 401", exc)
@@ -433,8 +367,8 @@ class OAuthClientAuth(httpx.Auth):
 
     async def _authorize_from(self, challenge: Challenge, sent_token: bool, generation: int) -> None:
         """After a 401: discover, then refresh if that can help, else authorize."""
-        async with self._http() as http:
-            context = await self._discover(http, challenge)
+        async with oauth_http(self.settings, self._http_client) as http:
+            context = await discover(http, self.settings, self.server_url, challenge, headless=self._headless)
             tokens = self._tokens
             if (
                 sent_token
@@ -453,24 +387,33 @@ class OAuthClientAuth(httpx.Auth):
 
     async def _step_up(self, challenge: Challenge) -> None:
         """After a 403 insufficient_scope: authorize again with the union of scopes."""
-        async with self._http() as http:
-            context = await self._discover(http, challenge)
+        async with oauth_http(self.settings, self._http_client) as http:
+            context = await discover(http, self.settings, self.server_url, challenge, headless=self._headless)
             tokens = self._tokens
             before = self._requested or (tokens.scopes if tokens is not None else [])
             scopes = _union(before, challenge.scopes)
             log.info("step-up authorization for scope %r", " ".join(scopes))
             await self._obtain(http, context, scopes)
 
-    async def _obtain(self, http: httpx.AsyncClient, context: _Context, scopes: list[str]) -> None:
+    async def _obtain(
+        self, http: httpx.AsyncClient, context: AuthorizationContext, scopes: list[str]
+    ) -> None:
         """New tokens for ``scopes``: the client_credentials grant or the authorization code flow."""
         if self.client_credentials is not None:
-            await self._client_credentials_grant(http, context, scopes)
+            tokens = await self._token_endpoint.client_credentials_grant(http, context, scopes)
         elif self.grant is not None:
-            await self._assertion_grant(http, context, scopes)
+            tokens = await self._token_endpoint.assertion_grant(http, context, self.grant, scopes)
         else:
-            await self._authorize(http, context, scopes)
+            client = await self._client_for(http, context)
+            scope = self._scope_parameter(scopes, context)
+            tokens = await authorization_code_grant(
+                http, self._token_endpoint, context, client, self.handler, scope
+            )
+        self._requested = list(scopes)
+        self._context = context
+        await self._store(tokens)
 
-    def _scopes_for(self, challenge: Challenge, context: _Context) -> list[str]:
+    def _scopes_for(self, challenge: Challenge, context: AuthorizationContext) -> list[str]:
         """The MCP scope selection: explicit scopes, else the challenge's
         ``scope``, else every ``scopes_supported`` of the resource, else none;
         joined to the scopes requested before."""
@@ -484,7 +427,7 @@ class OAuthClientAuth(httpx.Auth):
             chosen = []
         return _union(self._requested, chosen)
 
-    def _scope_parameter(self, scopes: list[str], context: _Context) -> str | None:
+    def _scope_parameter(self, scopes: list[str], context: AuthorizationContext) -> str | None:
         out = list(scopes)
         supported = context.metadata.scopes_supported or []
         if (
@@ -497,151 +440,12 @@ class OAuthClientAuth(httpx.Auth):
             out.append("offline_access")
         return " ".join(out) or None
 
-    async def _authorize(self, http: httpx.AsyncClient, context: _Context, scopes: list[str]) -> None:
-        """The authorization code flow with PKCE (S256), ``state`` and ``resource``."""
-        client = await self._client_for(http, context)
-        endpoint = context.metadata.authorization_endpoint
-        assert endpoint is not None
-        verifier = secrets.token_urlsafe(48)
-        code_challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest())
-        state = secrets.token_urlsafe(32)
-        scope = self._scope_parameter(scopes, context)
-        redirect_uri = self.handler.redirect_uri
-        params = {
-            "response_type": "code",
-            "client_id": client.client_id,
-            "redirect_uri": redirect_uri,
-            "state": state,
-            "code_challenge": code_challenge.decode("ascii").rstrip("="),
-            "code_challenge_method": "S256",
-            "resource": context.resource,
-        }
-        if scope is not None:
-            params["scope"] = scope
-        request = AuthorizationRequest(
-            url=with_query(endpoint, params),
-            redirect_uri=redirect_uri,
-            issuer=context.issuer,
-            scope=scope,
-            resource=context.resource,
-        )
-        log.info("authorizing at %s (scope %r)", context.issuer, scope)
-        timeout = self.settings.authorization_timeout
-        try:
-            with trio.fail_after(timeout):
-                callback = await self.handler.authorize(request)
-        except trio.TooSlowError:
-            raise AuthorizationResponseError(f"no authorization response within {timeout}s") from None
-        except OAuthError:
-            raise
-        except Exception as exc:
-            raise AuthorizationResponseError(
-                f"the authorization handler failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        code = _code_from(callback, state, context)
-        tokens = await self._token_request(
-            http,
-            context,
-            client,
-            {
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": redirect_uri,
-                "code_verifier": verifier,
-                "resource": context.resource,
-            },
-            requested_scope=scope,
-        )
-        self._requested = list(scopes)
-        self._context = context
-        await self._store(tokens)
-
-    async def _client_credentials_grant(
-        self, http: httpx.AsyncClient, context: _Context, scopes: list[str]
+    async def _refresh(
+        self, http: httpx.AsyncClient, context: AuthorizationContext, tokens: OAuthToken
     ) -> None:
-        """OAuth 2.1 §4.2: the client authenticates and asks for a token for itself."""
-        assert self.client_credentials is not None
-        metadata = context.metadata
-        grants = metadata.grant_types_supported
-        if grants is not None and "client_credentials" not in grants:
-            raise UnsupportedServerError(
-                f"the authorization server {context.issuer} does not offer the client_credentials grant "
-                f"(grant_types_supported: {grants})"
-            )
-        client = self.client_credentials.client_information()
-        method = _auth_method(client, metadata)
-        supported = metadata.token_endpoint_auth_methods_supported
-        if method not in _CREDENTIALS_METHODS or (supported is not None and method not in supported):
-            raise UnsupportedServerError(
-                f"the authorization server {context.issuer} does not accept {method} at its token endpoint "
-                f"(token_endpoint_auth_methods_supported: {supported})"
-            )
-        if method == "private_key_jwt":
-            algorithm = self.client_credentials.signing_algorithm
-            algorithms = metadata.token_endpoint_auth_signing_alg_values_supported
-            if algorithms and algorithm not in algorithms:
-                raise UnsupportedServerError(
-                    f"the authorization server {context.issuer} does not accept {algorithm} client "
-                    f"assertions (token_endpoint_auth_signing_alg_values_supported: {algorithms})"
-                )
-        scope = " ".join(scopes) or None
-        form = {"grant_type": "client_credentials", "resource": context.resource}
-        if scope is not None:
-            form["scope"] = scope
-        log.info("client_credentials grant at %s (scope %r, %s)", context.issuer, scope, method)
-        tokens = await self._token_request(http, context, client, form, requested_scope=scope)
-        self._requested = list(scopes)
-        self._context = context
-        await self._store(tokens)
-
-    async def _assertion_grant(self, http: httpx.AsyncClient, context: _Context, scopes: list[str]) -> None:
-        """The JWT bearer grant (RFC 7523 §2.1), after the token exchange of
-        enterprise-managed authorization. A refusal is an error: no retry,
-        no other grant."""
-        assert self.grant is not None
-
-        async def exchange(endpoint: str, form: dict[str, str]) -> dict[str, Any]:
-            self._check_secure(endpoint, "identity provider token endpoint")
-            try:
-                status, body = await self._exchange(
-                    http, "POST", endpoint, data=form, headers={"accept": "application/json"}
-                )
-            except _Unreachable as exc:
-                raise TokenRequestError(f"the token exchange at {endpoint} failed: {exc}") from None
-            if status != 200:
-                error = _error_of(body)
-                raise TokenRequestError(
-                    f"the identity provider refused the token exchange (HTTP {status}{_describe_error(error)})",
-                    error=error.error if error else None,
-                    status_code=status,
-                )
-            try:
-                answer = msgspec.json.decode(body)
-            except msgspec.DecodeError:
-                raise TokenRequestError("the token exchange answer is not JSON") from None
-            if not isinstance(answer, dict):
-                raise TokenRequestError("the token exchange answer is not a JSON object")
-            return answer
-
-        try:
-            form = await self.grant.form(context.issuer, context.resource, exchange)
-        except ValueError as exc:
-            raise TokenRequestError(str(exc)) from None
-        scope = " ".join(scopes) or None
-        if scope is not None:
-            form["scope"] = scope
-        log.info("%s grant at %s (scope %r)", type(self.grant).__name__, context.issuer, scope)
-        tokens = await self._token_request(
-            http, context, self.grant.client_information(), form, requested_scope=scope
-        )
-        self._requested = list(scopes)
-        self._context = context
-        await self._store(tokens)
-
-    async def _refresh(self, http: httpx.AsyncClient, context: _Context, tokens: OAuthToken) -> None:
         assert tokens.refresh_token is not None
         client = await self._client_for(http, context)
-        fresh = await self._token_request(
+        fresh = await self._token_endpoint.request(
             http,
             context,
             client,
@@ -659,152 +463,9 @@ class OAuthClientAuth(httpx.Auth):
         await self._store(fresh)
         self._refreshed_generation = self._generation
 
-    # ----------------------------------------------------------- discovery
-
-    async def _discover(self, http: httpx.AsyncClient, challenge: Challenge) -> _Context:
-        hint = challenge.resource_metadata
-        candidates = _unique([hint, *prm_urls(self.server_url)] if hint else prm_urls(self.server_url))
-        failures: list[str] = []
-        prm = None
-        for url in candidates:
-            prm = await self._fetch(http, url, ProtectedResourceMetadata, failures)
-            if prm is not None:
-                break
-        if prm is None:
-            if hint or any(not f.startswith("HTTP 4") for f in failures):
-                raise DiscoveryError(
-                    "no usable protected resource metadata for the MCP server: " + "; ".join(failures)
-                )
-            # 2025-03-26 servers publish none: the authorization server is the server's origin.
-            parts = urlsplit(self.server_url)
-            origin = f"{parts.scheme}://{parts.netloc}"
-            log.info("no protected resource metadata; the authorization server is %s", origin)
-            return await self._metadata_context(http, self.server_url, origin, None)
-        if not resource_matches(prm.resource, self.server_url):
-            raise ResourceMismatchError(
-                f"the protected resource metadata is for {prm.resource!r}, not for the MCP server "
-                f"{self.server_url!r}",
-                resource=prm.resource,
-                server_url=self.server_url,
-            )
-        if not prm.authorization_servers:
-            raise DiscoveryError("the protected resource metadata names no authorization server")
-        return await self._metadata_context(http, prm.resource, prm.authorization_servers[0], prm)
-
-    async def _metadata_context(
-        self, http: httpx.AsyncClient, resource: str, issuer: str, prm: ProtectedResourceMetadata | None
-    ) -> _Context:
-        self._check_secure(issuer, "authorization server issuer")
-        failures: list[str] = []
-        metadata = None
-        for url in as_metadata_urls(issuer):
-            metadata = await self._fetch(http, url, AuthorizationServerMetadata, failures)
-            if metadata is not None:
-                break
-        if metadata is None:
-            if prm is not None or any(not f.startswith("HTTP 4") for f in failures):
-                raise DiscoveryError(
-                    f"no usable authorization server metadata for {issuer}: " + "; ".join(failures)
-                )
-            # 2025-03-26 fallback: the default endpoints at the server's origin.
-            metadata = AuthorizationServerMetadata(
-                issuer=issuer,
-                authorization_endpoint=f"{issuer}/authorize",
-                token_endpoint=f"{issuer}/token",
-                registration_endpoint=f"{issuer}/register",
-                code_challenge_methods_supported=["S256"],
-            )
-        elif metadata.issuer != issuer:
-            raise IssuerMismatchError(
-                f"the authorization server metadata names the issuer {metadata.issuer!r}, "
-                f"not {issuer!r} (the issuer its well-known URL was built from)",
-                expected=issuer,
-                received=metadata.issuer,
-            )
-        if self._headless:
-            # (no user, no browser: neither an authorization endpoint nor PKCE is needed)
-            if not metadata.token_endpoint:
-                raise DiscoveryError(f"the metadata of {issuer} lacks the token endpoint")
-        elif not metadata.authorization_endpoint or not metadata.token_endpoint:
-            raise DiscoveryError(f"the metadata of {issuer} lacks the authorization or the token endpoint")
-        for what, endpoint in (
-            ("authorization endpoint", metadata.authorization_endpoint),
-            ("token endpoint", metadata.token_endpoint),
-            ("registration endpoint", metadata.registration_endpoint),
-        ):
-            if endpoint is not None:
-                self._check_secure(endpoint, what)
-        pkce = metadata.code_challenge_methods_supported or []
-        if not self._headless and "S256" not in pkce:
-            raise UnsupportedServerError(
-                f"the authorization server {issuer} does not advertise PKCE with S256 "
-                "(code_challenge_methods_supported): refusing to authorize"
-            )
-        return _Context(resource=resource, issuer=issuer, metadata=metadata, prm=prm)
-
-    def _check_secure(self, url: str, what: str) -> None:
-        scheme = urlsplit(url).scheme.lower()
-        insecure_ok = is_loopback(url) or self.settings.allow_insecure_http
-        if scheme == "https" or (scheme == "http" and insecure_ok):
-            return
-        raise DiscoveryError(f"the {what} {url!r} is not an https URL")
-
-    async def _fetch(
-        self, http: httpx.AsyncClient, url: str, kind: type[_T], failures: list[str]
-    ) -> _T | None:
-        """A JSON document of ``kind`` at ``url``, or ``None`` (the reason appended to ``failures``)."""
-        try:
-            status, body = await self._exchange(http, "GET", url, headers={"accept": "application/json"})
-        except _Unreachable as exc:
-            failures.append(f"{url}: {exc}")
-            return None
-        if status != 200:
-            failures.append(f"HTTP {status} from {url}")
-            return None
-        try:
-            return msgspec.json.decode(body, type=kind)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            failures.append(f"invalid document at {url}: {exc}")
-            return None
-
-    async def _exchange(
-        self, http: httpx.AsyncClient, method: str, url: str, **kwargs: Any
-    ) -> tuple[int, bytes]:
-        """One bounded OAuth HTTP exchange: (status, body)."""
-        status, body, _ = await self._exchange_with_headers(http, method, url, **kwargs)
-        return status, body
-
-    async def _exchange_with_headers(
-        self, http: httpx.AsyncClient, method: str, url: str, **kwargs: Any
-    ) -> tuple[int, bytes, httpx.Headers]:
-        """One bounded OAuth HTTP exchange: (status, body, headers)."""
-        timeout = self.settings.request_timeout
-        limit = self.settings.max_document_size
-        try:
-            with trio.fail_after(timeout):
-                async with http.stream(method, url, follow_redirects=method == "GET", **kwargs) as response:
-                    body = bytearray()
-                    async for chunk in response.aiter_bytes():
-                        body += chunk
-                        if len(body) > limit:
-                            raise _Unreachable(f"answer larger than {limit} bytes")
-                    return response.status_code, bytes(body), response.headers
-        except trio.TooSlowError:
-            raise _Unreachable(f"no answer within {timeout}s") from None
-        except httpx.HTTPError as exc:
-            raise _Unreachable(type(exc).__name__) from None
-
-    @asynccontextmanager
-    async def _http(self) -> AsyncIterator[httpx.AsyncClient]:
-        if self._http_client is not None:
-            yield self._http_client
-            return
-        async with new_client(self.settings.request_timeout) as client:
-            yield client
-
     # ---------------------------------------------------- client identity
 
-    async def _client_for(self, http: httpx.AsyncClient, context: _Context) -> ClientInformation:
+    async def _client_for(self, http: httpx.AsyncClient, context: AuthorizationContext) -> ClientInformation:
         """Pre-registered, else stored, else a Client ID Metadata Document URL,
         else dynamic client registration (the configured client for the
         client_credentials grant)."""
@@ -822,7 +483,9 @@ class OAuthClientAuth(httpx.Auth):
         if context.metadata.client_id_metadata_document_supported and self.client_metadata_url:
             return ClientInformation(client_id=self.client_metadata_url, token_endpoint_auth_method="none")
         if context.metadata.registration_endpoint:
-            client = await self._register(http, context)
+            client = await register_client(
+                http, self.settings, context, self.client_metadata, self.handler.redirect_uri
+            )
             await self.storage.save_client(issuer, client)
             return client
         raise UnsupportedServerError(
@@ -830,136 +493,6 @@ class OAuthClientAuth(httpx.Auth):
             + (", no Client ID Metadata Document support" if self.client_metadata_url else "")
             + " and no pre-registered client is configured for it"
         )
-
-    async def _register(self, http: httpx.AsyncClient, context: _Context) -> ClientInformation:
-        endpoint = context.metadata.registration_endpoint
-        assert endpoint is not None
-        body = self.client_metadata.to_registration()
-        body.setdefault("redirect_uris", [self.handler.redirect_uri])
-        if "token_endpoint_auth_method" not in body:
-            body["token_endpoint_auth_method"] = _registration_method(context.metadata)
-        if "application_type" not in body:
-            native = all(
-                is_loopback(u) or urlsplit(u).scheme not in ("http", "https") for u in body["redirect_uris"]
-            )
-            body["application_type"] = "native" if native else "web"
-        try:
-            status, answer = await self._exchange(
-                http, "POST", endpoint, json=body, headers={"accept": "application/json"}
-            )
-        except _Unreachable as exc:
-            raise RegistrationError(f"client registration at {endpoint} failed: {exc}") from None
-        if status not in (200, 201):
-            error = _error_of(answer)
-            raise RegistrationError(
-                f"client registration refused (HTTP {status}{_describe_error(error)})",
-                error=error.error if error else None,
-                status_code=status,
-            )
-        try:
-            client = msgspec.json.decode(answer, type=ClientInformation, strict=False)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            raise RegistrationError(
-                f"invalid client registration response: {exc}", status_code=status
-            ) from None
-        if client.token_endpoint_auth_method is None:
-            method = body["token_endpoint_auth_method"]
-            client = msgspec.structs.replace(client, token_endpoint_auth_method=method)
-        log.info("registered a client at %s", context.issuer)
-        return client
-
-    # -------------------------------------------------------------- tokens
-
-    async def _token_request(
-        self,
-        http: httpx.AsyncClient,
-        context: _Context,
-        client: ClientInformation,
-        form: dict[str, str],
-        *,
-        requested_scope: str | None,
-    ) -> OAuthToken:
-        endpoint = context.metadata.token_endpoint
-        assert endpoint is not None
-        grant = form["grant_type"]
-        method = _auth_method(client, context.metadata)
-        headers = {"accept": "application/json"}
-        form = dict(form)
-        if method in _SECRET_METHODS and not client.client_secret:
-            raise UnsupportedServerError(f"{method} needs a client secret and the client has none")
-        if method == "client_secret_basic":
-            assert client.client_secret is not None
-            pair = f"{quote_plus(client.client_id)}:{quote_plus(client.client_secret)}"
-            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-        elif method == "client_secret_post":
-            assert client.client_secret is not None
-            form["client_id"] = client.client_id
-            form["client_secret"] = client.client_secret
-        elif method == "none":
-            form["client_id"] = client.client_id
-        elif method == "private_key_jwt" and self.client_credentials is not None:
-            credentials = self.client_credentials
-            audience = context.issuer if credentials.assertion_audience == "issuer" else endpoint
-            try:
-                assertion = credentials.assertion(audience)
-            except (ValueError, TypeError) as exc:  # (the key loaded at configuration: not expected)
-                raise OAuthError(f"could not sign the client assertion: {type(exc).__name__}") from None
-            form["client_assertion_type"] = CLIENT_ASSERTION_TYPE
-            form["client_assertion"] = assertion
-        else:
-            raise UnsupportedServerError(f"token endpoint authentication method {method!r} is not supported")
-        for _attempt in range(2):  # a second time only with the DPoP nonce the server demanded
-            if self.dpop is not None:
-                headers["dpop"] = self.dpop.proof("POST", endpoint)
-            try:
-                status, body, nonce = await self._token_exchange(http, endpoint, form, headers)
-            except _Unreachable as exc:
-                raise TokenRequestError(f"the {grant} token request failed: {exc}") from None
-            if nonce is None or self.dpop is None:
-                break
-            self.dpop.remember_nonce(endpoint, nonce)
-        if status != 200:
-            error = _error_of(body)
-            raise TokenRequestError(
-                f"the token endpoint refused the {grant} request (HTTP {status}{_describe_error(error)})",
-                error=error.error if error else None,
-                status_code=status,
-            )
-        try:
-            answer = msgspec.json.decode(body, type=_TokenResponse, strict=False)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            raise TokenRequestError(
-                f"the token endpoint's answer to the {grant} request is not a token response",
-                status_code=status,
-            ) from None
-        token_type = "DPoP" if answer.token_type.lower() == "dpop" and self.dpop is not None else "Bearer"
-        if answer.token_type.lower() != token_type.lower():
-            raise TokenRequestError(
-                f"unsupported token type {answer.token_type!r} (only Bearer"
-                + (" and DPoP)" if self.dpop is not None else ")"),
-                status_code=status,
-            )
-        now = time.time()
-        return OAuthToken(
-            access_token=answer.access_token,
-            token_type=token_type,
-            refresh_token=answer.refresh_token,
-            scope=answer.scope if answer.scope is not None else requested_scope,
-            expires_at=now + answer.expires_in if answer.expires_in is not None else None,
-            issued_at=now,
-            issuer=context.issuer,
-            resource=context.resource,
-        )
-
-    async def _token_exchange(
-        self, http: httpx.AsyncClient, endpoint: str, form: dict[str, str], headers: dict[str, str]
-    ) -> tuple[int, bytes, str | None]:
-        """POST a token request: (status, body, the DPoP nonce a ``use_dpop_nonce`` answer demands)."""
-        status, body, answer_headers = await self._exchange_with_headers(
-            http, "POST", endpoint, data=form, headers=headers
-        )
-        error = _error_of(body) if status == 400 else None
-        return status, body, needs_nonce(status, answer_headers, error.error if error else None)
 
 
 # ------------------------------------------------------------------ helpers
@@ -989,85 +522,3 @@ def _union(first: Iterable[str], second: Iterable[str]) -> list[str]:
         if scope not in out:
             out.append(scope)
     return out
-
-
-def _unique(urls: Iterable[str | None]) -> list[str]:
-    out: list[str] = []
-    for url in urls:
-        if url and url not in out:
-            out.append(url)
-    return out
-
-
-def _registration_method(metadata: AuthorizationServerMetadata) -> str:
-    supported = metadata.token_endpoint_auth_methods_supported or ["client_secret_basic"]
-    for method in _KNOWN_METHODS:
-        if method in supported:
-            return method
-    raise UnsupportedServerError(
-        f"the authorization server supports none of our token endpoint authentication methods: {supported}"
-    )
-
-
-def _auth_method(client: ClientInformation, metadata: AuthorizationServerMetadata) -> str:
-    if client.token_endpoint_auth_method:
-        return client.token_endpoint_auth_method
-    if not client.client_secret:
-        return "none"
-    supported = metadata.token_endpoint_auth_methods_supported or ["client_secret_basic"]
-    for method in _SECRET_METHODS:
-        if method in supported:
-            return method
-    return "none" if "none" in supported else "client_secret_basic"
-
-
-def _error_of(body: bytes) -> _ErrorResponse | None:
-    try:
-        return msgspec.json.decode(body, type=_ErrorResponse, strict=False)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
-
-
-def _describe_error(error: _ErrorResponse | None) -> str:
-    if error is None or not error.error:
-        return ""
-    text = f", {error.error}"
-    if error.error_description:
-        text += f": {error.error_description[:200]}"
-    return text
-
-
-def _code_from(callback: str, state: str, context: _Context) -> str:
-    """Validate the authorization response (state, RFC 9207 iss, error); its code."""
-    try:
-        pairs = parse_qsl(urlsplit(callback).query, keep_blank_values=True)
-    except ValueError:
-        raise AuthorizationResponseError("the authorization response is not a URL") from None
-    values: dict[str, str] = {}
-    for name, value in pairs:
-        if name in values and name in ("state", "code", "iss", "error"):
-            raise AuthorizationResponseError(f"the authorization response repeats {name!r}")
-        values.setdefault(name, value)
-    received = values.get("state")
-    if received is None or not hmac.compare_digest(received.encode(), state.encode()):
-        raise AuthorizationResponseError("the authorization response's state does not match the request's")
-    iss = values.get("iss")
-    if iss is not None:
-        if iss != context.issuer:  # RFC 9207: simple string comparison, no normalization
-            raise AuthorizationResponseError(
-                f"the authorization response comes from issuer {iss!r}, not from {context.issuer!r}"
-            )
-    elif context.metadata.authorization_response_iss_parameter_supported:
-        raise AuthorizationResponseError(
-            f"the authorization response lacks iss although {context.issuer} advertises it (RFC 9207)"
-        )
-    error = values.get("error")
-    if error is not None:
-        description = values.get("error_description")
-        raise AuthorizationResponseError(
-            f"authorization refused: {error}" + (f": {description[:200]}" if description else ""), error=error
-        )
-    code = values.get("code")
-    if not code:
-        raise AuthorizationResponseError("the authorization response carries no code")
-    return code

@@ -10,7 +10,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
 
-from ._stats import Aggregate, _OpTotals, percentiles
+from ._stats import Aggregate, _OpTotals, moments, percentiles
 from ._thresholds import evaluate, ms, parse_threshold
 
 __all__ = ["build_report", "compare_reports", "format_compare", "format_summary"]
@@ -25,11 +25,8 @@ _BAR = 40
 def _latency(h: HdrHistogram) -> dict[str, float]:
     if not h.get_total_count():
         return {}
-    out: dict[str, float] = {
-        "min": h.get_min_value(),
-        "mean": round(h.get_mean_value(), 1),
-        "stdev": round(h.get_stddev(), 1),
-    }
+    mean, stdev = moments(h)
+    out: dict[str, float] = {"min": h.get_min_value(), "mean": round(mean, 1), "stdev": round(stdev, 1)}
     for p, value in percentiles(h, (50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99)).items():
         out[_pname(p)] = value
     out["max"] = h.get_max_value()

@@ -15,6 +15,7 @@ with counts.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
@@ -31,6 +32,7 @@ __all__ = [
     "OpTick",
     "Tick",
     "histogram_of",
+    "moments",
     "new_histogram",
     "percentiles",
 ]
@@ -100,6 +102,27 @@ def percentiles(h: HdrHistogram, wanted: Iterable[float]) -> dict[float, int]:
         value = h.get_value_from_index(index)
         out[p] = h.get_highest_equivalent_value(value) if p else h.get_lowest_equivalent_value(value)
     return out
+
+
+def moments(h: HdrHistogram) -> tuple[float, float]:
+    """Mean and standard deviation (as ``get_mean_value`` / ``get_stddev``
+    report them: each count at its bucket's middle), in one pass over the
+    used counts. (hdrh's own walk every bucket below the maximum, one Python
+    call each: seconds for a histogram reaching into the seconds.)"""
+    total = h.get_total_count()
+    if not total:
+        return 0.0, 0.0
+    used = _index(h.get_max_value()) + 1
+    middles = []
+    for index, count in enumerate(h.counts[:used]):
+        if count:
+            value = h.get_value_from_index(index)
+            lowest = h.get_lowest_equivalent_value(value)
+            width = h.get_highest_equivalent_value(value) - lowest + 1
+            middles.append((lowest + (width >> 1), count))
+    mean = float(sum(m * c for m, c in middles)) / total
+    variance = sum((m * 1.0 - mean) ** 2 * c for m, c in middles) / total
+    return mean, math.sqrt(variance)
 
 
 def _clamp(us: int) -> int:

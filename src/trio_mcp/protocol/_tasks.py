@@ -27,13 +27,13 @@ from typing import Any, Final, Literal, TypeAlias
 
 from msgspec import UNSET, UnsetType, field
 
+from ._common import Meta
 from ._extensions import Extension, register_extension
 from ._registry import CLIENT_TO_SERVER, SERVER_TO_CLIENT, MethodKind, MethodSpec
 from ._types import (
     RESULT_COMPLETE,
     InputRequest,
     McpStruct,
-    Meta,
     PaginatedRequestParams,
     RequestParams,
     Result,
