@@ -76,8 +76,6 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="http: serve handshake-era requests without sessions (GET and DELETE refused)",
     )
-    auth_options(parser)
-
     http.add_argument(
         "--workers",
         type=int,
@@ -106,6 +104,7 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="http: no Prometheus metrics (by default GET /metrics answers them)",
     )
+    auth_options(parser)
     cluster = parser.add_argument_group("several processes and nodes (http)")
     cluster.add_argument(
         "--redis",
@@ -160,7 +159,6 @@ class ServeOptions:
     drain_timeout: float = 10.0
     #: Serve this already bound socket (a worker process) instead of host:port.
     listen_fd: int | None = None
-
     #: http: count requests and answer ``GET /metrics`` (``--no-metrics``: off).
     metrics: bool = True
     # -- several processes and nodes (http): sessions shared through Redis (``redis_url``)
