@@ -7,6 +7,7 @@ backoff, and stops them in reverse order with a per-child grace.
 :class:`DynamicSupervisor` adds and removes children at run time.
 """
 
+from ._base import DEFAULT_EVENT_BUFFER, UNWIND_SECONDS, Strategy
 from ._context import ChildContext, current_child
 from ._events import (
     ChildExited,
@@ -30,14 +31,7 @@ from ._events import (
     TooManyChildren,
 )
 from ._spec import Backoff, ChildSpec, OnStartFailure, Restart, StartFn
-from ._supervisor import (
-    DEFAULT_EVENT_BUFFER,
-    DEFAULT_MAX_CHILDREN,
-    UNWIND_SECONDS,
-    DynamicSupervisor,
-    Strategy,
-    Supervisor,
-)
+from ._supervisor import DEFAULT_MAX_CHILDREN, DynamicSupervisor, Supervisor
 
 __all__ = [
     "DEFAULT_EVENT_BUFFER",
