@@ -15,7 +15,7 @@ from ._schema import OutputSchema
 from ._uri_template import UriTemplate
 
 if TYPE_CHECKING:
-    from ._app import MCPServer
+    from ._registry import Registry
 
 __all__ = [
     "CompletionFn",
@@ -89,7 +89,7 @@ def scope_set(scopes: Sequence[str]) -> frozenset[str]:
 _NONE: frozenset[str] = frozenset()
 
 
-def entry_scopes(server: MCPServer, method: str, target: str | None) -> frozenset[str]:
+def entry_scopes(server: Registry, method: str, target: str | None) -> frozenset[str]:
     """The scopes of what a request names (``target``: a tool or prompt name,
     a resource URI; for ``completion/complete``, the prompt name or the
     template's URI template)."""
@@ -115,7 +115,7 @@ def entry_scopes(server: MCPServer, method: str, target: str | None) -> frozense
     return _NONE
 
 
-def all_entry_scopes(server: MCPServer) -> frozenset[str]:
+def all_entry_scopes(server: Registry) -> frozenset[str]:
     """Every scope declared on a tool, resource, template or prompt."""
     found: set[str] = set()
     for table in (server._tools, server._resources, server._templates, server._prompts):

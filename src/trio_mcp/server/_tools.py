@@ -1,0 +1,213 @@
+"""Tools of :class:`~._app.MCPServer`: registering them (``@app.tool``),
+listing them, and calling one (arguments checked against its signature, a
+failure turned into an error result, the result checked against its output
+schema, or run as a task)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, overload
+
+import msgspec
+from msgspec import UNSET
+
+from .._util import describe
+from ..actors._server import Context
+from ..protocol import (
+    CallToolRequestParams,
+    CallToolResult,
+    CreateTaskResult,
+    Icon,
+    InvalidParams,
+    ListToolsResult,
+    McpError,
+    PaginatedRequestParams,
+    TaskCreated,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+    ToolExecution,
+)
+from ._content import to_tool_result
+from ._entries import TaskSupport, ToolEntry, scope_set
+from ._functions import ToolArgumentError, inspect_function
+from ._lowlevel import paginate
+from ._registry import F, Registry, opt, registrar
+from ._schema import description_of, output_schema_for
+
+__all__ = ["ToolRegistry"]
+
+
+class ToolRegistry(Registry):
+    """Tools: ``tool``, ``add_tool``, ``remove_tool``, ``tools``."""
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        /,
+        *,
+        name: str | None = ...,
+        title: str | None = ...,
+        description: str | None = ...,
+        annotations: ToolAnnotations | None = ...,
+        icons: Sequence[Icon] | None = ...,
+        structured_output: bool | None = ...,
+        input_schema: dict[str, Any] | None = ...,
+        meta: dict[str, Any] | None = ...,
+        task_support: TaskSupport | None = ...,
+        task_start: Literal["call", "tool"] = ...,
+        inline: bool = ...,
+        scopes: Sequence[str] = ...,
+    ) -> Callable[[F], F]: ...
+
+    def tool(self, fn: Any = None, /, **options: Any) -> Any:
+        """Register a function as a tool (``@app.tool`` or ``@app.tool(name=...)``).
+
+        ``input_schema`` replaces the schema generated from the signature (it is
+        advertised as given; arguments are still validated against the signature).
+
+        ``task_support`` (``"optional"`` / ``"required"``; the server needs
+        ``tasks=True``): the tool may run as a task, or only as one. A client
+        that asks for one (``params.task``, 2025-11-25) or declares the tasks
+        extension (2026-07-28) gets a task handle at once and the result from
+        the task; ``"required"`` refuses other calls. ``task_start="tool"``:
+        the tool runs as a plain call first (it may ask for input) and starts
+        the task itself with ``return await ctx.start_task(work)``.
+
+        ``inline=True`` runs a sync function in the event loop's task instead of
+        a worker thread. ``scopes``: the OAuth scopes a call needs (served
+        over HTTP with a ``ResourceServer``: ``403 insufficient_scope`` before
+        the tool runs when the token lacks one; see :meth:`scopes_for`)."""
+        if fn is None:
+            return registrar(self._add_tool, options)
+        self._add_tool(fn, **options)
+        return fn
+
+    def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
+        return self._add_tool(fn, **options)
+
+    def _add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        structured_output: bool | None = None,
+        input_schema: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        task_support: TaskSupport | None = None,
+        task_start: Literal["call", "tool"] = "call",
+        inline: bool = False,
+        scopes: Sequence[str] = (),
+    ) -> Tool:
+        if task_support not in (None, "optional", "required"):
+            raise ValueError(f"task_support must be 'optional' or 'required', not {task_support!r}")
+        if task_support is not None and self.tasks is None:
+            raise ValueError(f"tool {name or fn.__name__!r}: task_support needs a server with tasks=True")
+        spec = inspect_function(fn, context_type=Context)
+        if input_schema is not None and input_schema.get("type") != "object":
+            raise TypeError(f'tool {name or fn.__name__!r}: input_schema must have "type": "object"')
+        tool_name = name or fn.__name__
+        output = None if structured_output is False else output_schema_for(spec.return_annotation)
+        if structured_output is True and output is None:
+            raise TypeError(
+                f"tool {tool_name!r}: structured_output=True needs a structured return annotation"
+            )
+        tool = Tool(
+            name=tool_name,
+            input_schema=spec.input_schema if input_schema is None else input_schema,
+            title=opt(title),
+            description=opt(description or description_of(fn)),
+            output_schema=UNSET if output is None else output.schema,
+            annotations=opt(annotations),
+            icons=UNSET if not icons else list(icons),
+            execution=UNSET if task_support is None else ToolExecution(task_support=task_support),
+            meta=opt(meta),
+        )
+        self._tools[tool_name] = ToolEntry(
+            tool, spec, output, task_support, task_start, inline, scope_set(scopes)
+        )
+        self._tool_list = None
+        if "tools/list" not in self.request_handlers:
+            self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
+            self.set_request_handler("tools/call", CallToolRequestParams, self._call_tool)
+        self.broadcast_nowait("notifications/tools/list_changed")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is None:
+            raise KeyError(f"no tool named {name!r}")
+        self._tool_list = None
+        self.broadcast_nowait("notifications/tools/list_changed")
+
+    @property
+    def tools(self) -> list[Tool]:
+        if self._tool_list is None:
+            self._tool_list = [e.tool for e in self._tools.values()]
+        return self._tool_list
+
+    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams) -> ListToolsResult:
+        page, cursor = paginate(self.tools, params.cursor, self.page_size)
+        return ListToolsResult(tools=page, next_cursor=cursor)
+
+    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> Any:
+        entry = self._tools.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown tool: {params.name}")
+        tasks = self.tasks
+        if entry.task_support is not None and tasks is not None and ctx.task is None:
+            if not tasks.requested(ctx, params.task):
+                if entry.task_support == "required":
+                    raise tasks.required_error(ctx, f"tool {params.name!r}")
+            elif entry.task_start == "call":
+
+                async def work(task_ctx: Context) -> CallToolResult:
+                    result: CallToolResult = await self._run_tool(entry, params, task_ctx)
+                    return result
+
+                return await tasks.create(ctx, work, task_param=params.task)
+        return await self._run_tool(entry, params, ctx)
+
+    async def _run_tool(self, entry: ToolEntry, params: CallToolRequestParams, ctx: Context) -> Any:
+        arguments = None if params.arguments is UNSET else params.arguments
+        try:
+            value = await self._invoke(entry.spec, arguments, ctx, entry.inline)
+        except ToolArgumentError as exc:
+            return _tool_error(f"Invalid arguments for tool {params.name!r}: {exc}")
+        except Exception as exc:  # a tool failure is a result, never a dead session
+            if isinstance(exc, McpError) and ctx.task is not None:
+                raise  # a protocol error in a task: the task failed (tasks/get shows the error)
+            return _tool_error(f"Tool {params.name!r} failed: {describe(exc)}")
+        if isinstance(value, (TaskCreated, CreateTaskResult)):
+            return value  # the tool started a task itself (task_start="tool")
+        if entry.output is not None and not isinstance(value, CallToolResult):
+            problem = _output_mismatch(value, entry.spec.return_annotation)
+            if problem is not None:
+                return _tool_error(
+                    f"Tool {params.name!r} returned a value that does not match its output schema: {problem}"
+                )
+        try:
+            return to_tool_result(value, entry.output)
+        except Exception as exc:
+            return _tool_error(f"Tool {params.name!r} returned a value that cannot be sent: {describe(exc)}")
+
+
+def _output_mismatch(value: Any, annotation: Any) -> str | None:
+    """Why ``value`` does not fit the declared return type (None when it does)."""
+    if isinstance(annotation, type) and isinstance(value, annotation) and annotation not in (dict, list):
+        return None  # a Struct / dataclass instance of the declared type
+    try:
+        msgspec.convert(msgspec.to_builtins(value), annotation, strict=False)
+    except (msgspec.ValidationError, TypeError) as exc:
+        return str(exc)
+    return None
+
+
+def _tool_error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text=message)], is_error=True)
