@@ -84,7 +84,9 @@ from trio_mcp.transports.http import HttpClientStream, StreamableHttpTransport
 
 CLIENT_INFO = Implementation(name="trio-mcp-conformance-client", version="0.1.0")
 ROOTS = [Root(uri="file:///tmp/trio-mcp-conformance", name="conformance")]
-#: Bound of one scenario (the suite's own timeout is 30 s).
+#: Bound of one scenario, unless ``--timeout SECONDS`` comes before the URL.
+#: Keep it below the suite's own ``--timeout`` (30 s unless given), which
+#: also covers this process's start and kills it without a word.
 SCENARIO_TIMEOUT = 20.0
 #: Bound of the wait for the GET stream where a scenario needs it.
 GET_STREAM_WAIT = 5.0
@@ -364,8 +366,14 @@ def era_for(version: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        print("usage: conformance_client.py URL  (scenario: $MCP_CONFORMANCE_SCENARIO)", file=sys.stderr)
+    options, timeout = argv[:-1], SCENARIO_TIMEOUT
+    if len(options) == 2 and options[0] == "--timeout":
+        timeout = float(options[1])
+    elif options or not argv:
+        print(
+            "usage: conformance_client.py [--timeout SECONDS] URL  (scenario: $MCP_CONFORMANCE_SCENARIO)",
+            file=sys.stderr,
+        )
         return 2
     url = argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
@@ -374,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     era = era_for(version)
 
     async def run() -> None:
-        with trio.fail_after(SCENARIO_TIMEOUT):
+        with trio.fail_after(timeout):
             await run_scenario(scenario, url, era, context)
 
     try:

@@ -89,9 +89,10 @@ def suite_entry(suite: str) -> Path:
     return entry
 
 
-def client_command() -> str:
-    """``--command`` for the client scenarios (the suite splits it on spaces)."""
-    parts = [str(PYTHON), str(CONFORMANCE_CLIENT)]
+def client_command(*options: str) -> str:
+    """``--command`` for the client scenarios (the suite splits it on spaces
+    and appends the URL): the client with these options."""
+    parts = [str(PYTHON), str(CONFORMANCE_CLIENT), *options]
     if any(" " in part for part in parts):
         pytest.fail(f"the suite splits --command on spaces; these paths contain one: {parts}")
     return " ".join(parts)
