@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -49,7 +51,7 @@ async def test_abandoned_sessions_never_lock_a_fresh_client_out(tmp_path: Any, r
     evicted), a fresh client is admitted and keeps its session, and the
     abandoned ones expire after handshake_timeout. Their memory is reused:
     the second flood costs far less than the first."""
-    async with real_server(tmp_path, handshake_timeout=3) as server, _unpooled() as client:
+    async with real_server(tmp_path, handshake_timeout=3) as server, http() as client:
         with trio.fail_after(FLOOD_TIMEOUT * 2):
             warm = await initialize(client, server.url)
             assert (await warm.post(warm.request("ping"))).status_code == 200
@@ -80,18 +82,6 @@ async def test_abandoned_sessions_never_lock_a_fresh_client_out(tmp_path: Any, r
             report(record_property, "kib_per_abandoned_session_flood1", round((rss[1] - rss[0]) / 1024, 1))
             first, second = rss[1] - rss[0], rss[3] - rss[2]
             assert second < first / 2 + 1024, rss  # reused, not kept
-
-
-def _unpooled() -> httpx.AsyncClient:
-    """A client that opens a connection per request. A kept-alive connection
-    that sat idle in a pool (it hands out its first idle one, so the last
-    ones idle longest; the test idles between its phases too) can be the one
-    the server closes for idleness (hypercorn: after 5 s) just as it is
-    reused; on a busy machine the server's keep-alive timer fires late, with
-    the request already in its socket, and the request is lost ("Server
-    disconnected without sending a response"). That race is HTTP's, not the
-    session admission this test counts."""
-    return httpx.AsyncClient(timeout=TIMEOUT, limits=httpx.Limits(max_keepalive_connections=0))
 
 
 async def _flood_initializes(client: httpx.AsyncClient, url: str, count: int) -> list[str]:
@@ -144,6 +134,39 @@ async def test_sessions_not_followed_up_expire_after_handshake_timeout(
         await trio.sleep(700)
         assert await asgi.registry.get(kept) is None  # idle: session_idle_timeout
         assert asgi.statistics().sessions_expired == 2
+        await asgi.aclose()
+
+
+async def test_a_session_still_starting_is_never_expired_under_its_initialize(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A session is registered before its task has started and its
+    initialize is handed over. A start that outlasts handshake_timeout (a
+    busy machine; here a lifespan taking 29 s, which ends between two
+    rounds of the reaper, every 2.5 s) must not end the session
+    under its own initialize: that initialize then failed (the session task
+    cancelled before it started: an ASGI error and a dropped connection;
+    or 404). Once started, an abandoned session expires as always."""
+
+    @asynccontextmanager
+    async def slow_start(app: Any) -> AsyncIterator[None]:
+        await trio.sleep(29)
+        yield None
+
+    def factory() -> MCPServer:
+        app = make_app()
+        app.lifespan = slow_start
+        return app
+
+    asgi = StreamableHttpApp(factory, handshake_timeout=10, session_idle_timeout=600)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(asgi.run)
+        with trio.fail_after(60):
+            session_id = await _asgi_initialize(asgi, follow_up=False)  # 200
+        assert asgi.statistics().sessions_expired == 0
+        await trio.sleep(20)
+        assert await asgi.registry.get(session_id) is None
+        assert asgi.statistics().sessions_expired == 1
         await asgi.aclose()
 
 

@@ -23,8 +23,8 @@ also where sessions are found to end (:class:`ExpiryPolicy`): one whose
 client never followed its ``initialize`` up within ``handshake_timeout``,
 one idle for ``idle_timeout``, and, when ``max_sessions`` is reached, the
 idlest one (:meth:`SessionRegistry.idlest`), so that abandoned sessions can
-never lock a new client out. A session busy with an open stream or a
-request in flight is never expired nor evicted.
+never lock a new client out. A session still starting, or busy with an open
+stream or a request in flight, is never expired nor evicted.
 """
 
 from __future__ import annotations
@@ -72,8 +72,11 @@ class ExpiryPolicy:
 
 
 def evictable(session: HttpSessionStream) -> bool:
-    """No open stream and no request in flight: ending it loses nothing under way."""
-    return session.connections == 0 and not session.awaiting
+    """Started, no open stream and no request in flight: ending it loses
+    nothing under way. (A session is registered before its task has started;
+    until then its initialize is not yet in flight, and ending it would fail
+    that initialize.)"""
+    return session.server_session is not None and session.connections == 0 and not session.awaiting
 
 
 def idleness(session: HttpSessionStream) -> tuple[bool, float]:
