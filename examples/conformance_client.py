@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from typing import Any
@@ -356,6 +357,14 @@ async def run_scenario(scenario: str, url: str, era: str, context: dict[str, Any
             await session.list_all_tools()
 
 
+def describe_failure(exc: BaseException) -> str:
+    """``Type: message``; for a group, each of its exceptions so (its own
+    message only counts them)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe_failure(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def era_for(version: str | None) -> str:
     if version in MODERN_VERSIONS:
         return "modern"
@@ -387,11 +396,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         trio.run(run)
-    except Exception as exc:  # ScenarioFailed, McpError, TransportError, trio.TooSlowError...
-        print(f"conformance client: {scenario} ({era}) failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    except BaseExceptionGroup as group:
-        print(f"conformance client: {scenario} ({era}) failed: {group!r}", file=sys.stderr)
+    except (Exception, BaseExceptionGroup) as exc:  # ScenarioFailed, McpError, TransportError...
+        traceback.print_exception(exc, file=sys.stderr)
+        print(f"conformance client: {scenario} ({era}) failed: {describe_failure(exc)}", file=sys.stderr)
         return 1
     print(f"conformance client: {scenario} ({era}) done", file=sys.stderr)
     return 0
