@@ -51,13 +51,13 @@ async def test_abandoned_sessions_never_lock_a_fresh_client_out(tmp_path: Any, r
     evicted), a fresh client is admitted and keeps its session, and the
     abandoned ones expire after handshake_timeout. Their memory is reused:
     the second flood costs far less than the first."""
-    async with real_server(tmp_path, handshake_timeout=3) as server, _unpooled() as client:
+    async with real_server(tmp_path, handshake_timeout=3) as server, http() as client:
         with trio.fail_after(FLOOD_TIMEOUT * 2):
             warm = await initialize(client, server.url)
             assert (await warm.post(warm.request("ping"))).status_code == 200
             rss = [rss_kib(server.pid)]
             for flood in (1, 2):
-                abandoned = await _flood_initializes(client, server.url, 1100)
+                abandoned = await _flood_initializes(server.url, 1100)
                 rss.append(rss_kib(server.pid))
 
                 fresh = await initialize(client, server.url)
@@ -84,24 +84,19 @@ async def test_abandoned_sessions_never_lock_a_fresh_client_out(tmp_path: Any, r
             assert second < first / 2 + 1024, rss  # reused, not kept
 
 
-def _unpooled() -> httpx.AsyncClient:
-    """A client that opens a connection per request. The test idles between
+async def _flood_initializes(url: str, count: int) -> list[str]:
+    """``count`` initializes, 16 at a time, never followed up; all must be
+    admitted. Each flood on connections of its own: the test idles between
     its phases (the wait for the abandoned sessions to expire, then a
-    second's settling: about hypercorn's 5 s keep-alive in all), so with a
-    pool the second flood started on connections the server was closing
-    for idleness just then ("Server disconnected without sending a
-    response"). That race is HTTP's, not the session admission this test
-    counts."""
-    return httpx.AsyncClient(timeout=TIMEOUT, limits=httpx.Limits(max_keepalive_connections=0))
-
-
-async def _flood_initializes(client: httpx.AsyncClient, url: str, count: int) -> list[str]:
-    """``count`` initializes, 16 at a time, never followed up; all must be admitted."""
+    second's settling: about hypercorn's 5 s keep-alive in all), and a
+    second flood on the first one's pooled connections started on some the
+    server was closing for idleness just then ("Server disconnected without
+    sending a response"): HTTP's race, not the session admission counted."""
     statuses: list[int] = []
     abandoned: list[str] = []
     limiter = trio.CapacityLimiter(16)
 
-    async def abandon(i: int) -> None:
+    async def abandon(client: httpx.AsyncClient, i: int) -> None:
         async with limiter:
             body = json.dumps(init_message(ident=i))
             response = await client.post(url, content=body, headers=ACCEPT_BOTH)
@@ -109,9 +104,9 @@ async def _flood_initializes(client: httpx.AsyncClient, url: str, count: int) ->
         if response.status_code == 200:
             abandoned.append(response.headers["mcp-session-id"])
 
-    async with trio.open_nursery() as nursery:
+    async with http() as client, trio.open_nursery() as nursery:
         for i in range(count):
-            nursery.start_soon(abandon, i)
+            nursery.start_soon(abandon, client, i)
     assert statuses.count(200) == count, {s: statuses.count(s) for s in set(statuses)}
     return abandoned
 
