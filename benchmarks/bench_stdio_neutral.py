@@ -213,9 +213,7 @@ def print_report(doc: dict[str, Any]) -> None:
     if floor := summary["ratios"].get("calls_per_s floor/ts"):
         below = [k for k, v in floor.items() if v["median"] < TARGETS["calls_per_s ours/ts"]]
         if below:
-            print(
-                "the trio floor itself is below 1.2x the TypeScript SDK (median) at: " + ", ".join(below)
-            )
+            print("the trio floor itself is below 1.2x the TypeScript SDK (median) at: " + ", ".join(below))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
