@@ -294,9 +294,14 @@ class _HandlerPool:
                 reply.deliver(outcome.Error(error))
 
     async def _send(self, out: Any, what: str) -> None:
-        """Send a worker's answer (or a batch's array of them)."""
+        """Send a worker's answer (or a batch's array of them): over a stream
+        with ``send_batch``, without a schedule point of the stream's own (the
+        worker yields on its own schedule, see :meth:`_worker`)."""
         try:
-            await self.stream.send(out)
+            if self._gathers:
+                await self.stream.send_batch([out])  # type: ignore[attr-defined]
+            else:
+                await self.stream.send(out)
         except TransportError:
             pass  # the read loop sees the broken transport and shuts down
         except Exception as exc:
