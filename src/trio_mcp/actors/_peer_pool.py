@@ -222,20 +222,23 @@ class _HandlerPool:
         if slot.cancelled or reply is None:
             return True
         self._served += 1
-        out = self._settle(ident, reply)
-        if out is None:
-            return False  # its batch is answered when the last of it is done
+        if self._batches:
+            out = self._settle(ident, reply)
+            if out is None:
+                return False  # its batch is answered when the last of it is done
+        else:
+            out = reply
         if self._gathers and (self._answers or self._inflight):
-            self._hand_over(out)  # others are being served: gather theirs with it
+            # Others are being served: hand it to the answer writer, to go with theirs.
+            self._answers.append(out)
+            self._unwritten += 1
+            writer = self._writer
+            if writer is not None:
+                self._writer = None
+                trio.lowlevel.reschedule(writer)
         else:
             await self._send(out, req.method)  # alone: no task switch for one answer
         return False
-
-    def _hand_over(self, out: Any) -> None:
-        """Give an answer to the answer writer (see the module doc)."""
-        self._answers.append(out)
-        self._unwritten += 1
-        self._wake_writer()
 
     def _wake_writer(self) -> None:
         writer = self._writer

@@ -59,6 +59,7 @@ from ._context import _LEVEL_RANK, LOG_LEVELS, Context
 from ._instrument import instrument
 from ._middleware import ServerMiddleware, run_chain
 from ._peer import InboundRequest, Peer, PeerLimits
+from ._peer_inbound import _no_meta
 from ._server_modern import _MODERN_ONLY, _ModernServing
 from ._server_modern import _declared as _declared  # noqa: PLC0414 - re-exported for the client session
 
@@ -86,8 +87,22 @@ _NOTIFICATION_CAPABILITY: Final[Mapping[str, str]] = {
     if spec.kind == "notification" and spec.capability and spec.capability[0] == "server"
 }
 
+#: Requests that never take the straight path of :meth:`ServerSession.handle_request`.
+_NOT_PLAIN: Final = frozenset({"initialize", "logging/setLevel"}) | _MODERN_ONLY
+
 #: Requests served before ``notifications/initialized`` arrives.
 _PRE_INITIALIZED: Final = frozenset({"ping", "logging/setLevel"})
+
+
+def _decoder(params_type: Any) -> Callable[[msgspec.Raw], Any]:
+    """The cached decoder of raw params into ``params_type``."""
+    decode = _DECODERS.get(params_type)
+    if decode is None:
+        decode = _DECODERS[params_type] = msgspec.json.Decoder(params_type).decode
+    return decode
+
+
+_DECODERS: dict[Any, Callable[[msgspec.Raw], Any]] = {}
 
 
 @attrs.frozen
@@ -206,6 +221,23 @@ class ServerSession(_ModernServing):
 
     async def handle_request(self, request: InboundRequest) -> Any:
         method = request.method
+        params = request.params
+        if (
+            self._initialized
+            and method not in _NOT_PLAIN
+            and type(params) is msgspec.Raw
+            and _no_meta(params)
+        ):
+            # The common case, straight through: an initialized session's
+            # request with raw params and no ``_meta`` (so not the stateless era).
+            handler = self.app.request_handlers.get(method)
+            if handler is not None and method not in self._undeclared:
+                try:
+                    decoded = (_DECODERS.get(handler.params_type) or _decoder(handler.params_type))(params)
+                except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                    raise InvalidParams(f"Invalid params for {method}: {exc}") from None
+                result = await handler.fn(Context(self, request), decoded)
+                return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
         if method == "initialize":
             return self._initialize(request)
         if method in _MODERN_ONLY or META_PROTOCOL_VERSION in request.meta:
