@@ -64,11 +64,11 @@ class _ModernServing:
     _caps_cache: tuple[Any, ClientCapabilities] | None
     _info_cache: tuple[Any, Implementation | None] | None
 
-    def _resolve(self, request: InboundRequest) -> tuple[RequestHandler, Any]:
-        raise NotImplementedError  # pragma: no cover - ServerSession's
+    if TYPE_CHECKING:  # ServerSession's
 
-    def _post(self, method: str, params: Any) -> None:
-        raise NotImplementedError  # pragma: no cover - ServerSession's
+        def _resolve(self, request: InboundRequest) -> tuple[RequestHandler, Any]: ...
+
+        def _post(self, method: str, params: Any) -> None: ...
 
     async def _handle_modern(self, request: InboundRequest) -> Any:
         """A stateless 2026-era request: version and capabilities ride in ``_meta``."""
