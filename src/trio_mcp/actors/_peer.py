@@ -58,7 +58,7 @@ from ._peer_calls import ProgressCallback, _progress_of, _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
 from ._peer_limits import PeerLimits, PeerStatistics, oversized_batch
 from ._peer_outbound import NON_CANCELLABLE, _Outbound
-from ._peer_pool import _DRAIN_BUDGET, _HandlerPool
+from ._peer_pool import _DRAIN_BUDGET, _HANDED_OFF, _HandlerPool
 
 __all__ = [
     "NON_CANCELLABLE",
@@ -142,6 +142,15 @@ class Peer(_Outbound, _HandlerPool):
         self._write_failure: str | None = None
         self._unwritten = 0
         self._writer: trio.lowlevel.Task | None = None
+        #: The read loop serves a lone request itself while its handler does
+        #: not wait (see :meth:`_serve_here`), over streams that gather answers;
+        #: its answers wait here for the end of the read's burst (one write).
+        self._serves_in_reader = self._gathers
+        self._reader_out: list[Any] = []
+        self._serving_here = False
+        #: How reading ended, when it ended in a relief reader (see _relief_reader).
+        self._read_result: outcome.Outcome[ExitReason] | None = None
+        self._read_done = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._workers = 0
         self._running = 0
@@ -183,9 +192,13 @@ class Peer(_Outbound, _HandlerPool):
                 task_status.started(self)
                 try:
                     reason = await self._read_loop()
+                    if reason is _HANDED_OFF:
+                        # Reading went on in a relief reader: how did it end?
+                        await self._read_done.wait()
+                        assert self._read_result is not None
+                        reason = self._read_result.unwrap()
                 except TransportError as exc:
-                    self._shut(f"transport failed: {exc.reason}", exc)
-                    nursery.cancel_scope.cancel()
+                    self._reading_failed(exc)
                     # Raised below, outside the nursery: raised in here it
                     # would come out wrapped in an ExceptionGroup.
                     failure = exc
@@ -193,20 +206,53 @@ class Peer(_Outbound, _HandlerPool):
                     self._shut("peer stopped")
                     raise
                 else:
-                    self._shut(reason.detail or "connection closed")
-                    if self._local_close:
-                        nursery.cancel_scope.cancel()
-                    else:
-                        # Clean EOF: let admitted handlers finish, within a bound.
-                        nursery.cancel_scope.deadline = trio.current_time() + self.limits.drain_grace
+                    self._reading_ended(reason)
         finally:
             self._shut("peer stopped")
             self._stopped.set()
+        if reason is None and failure is None and self._read_result is not None:
+            # A relief reader saw the end while this task was still serving.
+            if type(self._read_result) is outcome.Error:
+                failure = self._read_result.error  # type: ignore[assignment]
+            else:
+                reason = self._read_result.unwrap()
         if failure is not None:
             raise failure
         if reason is None:  # aclose() cancelled the read loop before it saw the close
             reason = ExitReason("closed", "closed locally")
         return reason
+
+    def _reading_ended(self, reason: ExitReason) -> None:
+        """The read loop ended cleanly (wherever it ran; idempotent)."""
+        self._shut(reason.detail or "connection closed")
+        assert self._nursery is not None
+        if self._local_close:
+            self._nursery.cancel_scope.cancel()
+        else:
+            # Clean EOF: let admitted handlers finish, within a bound.
+            scope = self._nursery.cancel_scope
+            scope.deadline = min(scope.deadline, trio.current_time() + self.limits.drain_grace)
+
+    def _reading_failed(self, exc: TransportError) -> None:
+        """The transport broke under the read loop (wherever it ran; idempotent)."""
+        self._shut(f"transport failed: {exc.reason}", exc)
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
+
+    async def _relief_reader(self) -> None:
+        """Read on for a read loop whose own handler waits (see _serve_here);
+        how reading ends is left for :meth:`run` (and acted on at once)."""
+        try:
+            reason = await self._read_loop()
+        except TransportError as exc:
+            self._reading_failed(exc)
+            self._read_result = outcome.Error(exc)
+        else:
+            if reason is _HANDED_OFF:
+                return  # its own handler waited: reading went on elsewhere again
+            self._reading_ended(reason)
+            self._read_result = outcome.Value(reason)
+        self._read_done.set()
 
     async def _read_loop(self) -> ExitReason:
         receive = self.stream.receive
@@ -219,12 +265,25 @@ class Peer(_Outbound, _HandlerPool):
         stream_gathers = getattr(self.stream, "answers_batches", False)
         max_batch = self.limits.max_batch_items
         held = self._held
+        serves_here = self._serves_in_reader
+        queue = self._queue
+        out = self._reader_out
         while True:
             try:
                 frame = await receive()
                 budget = _DRAIN_BUDGET if receive_nowait is not None else 0
                 while True:
-                    if type(frame) is list:
+                    if (
+                        type(frame) is Request
+                        and serves_here
+                        and not queue
+                        and not held
+                        and self._workers < self._max_workers
+                    ):
+                        # Nothing waits for a worker: serve it here, in this turn.
+                        if self._register(frame) and not await self._serve_here(frame):
+                            return _HANDED_OFF  # it waited: a relief reader reads on
+                    elif type(frame) is list:
                         refusal = oversized_batch(frame, max_batch)
                         if refusal is not None:
                             self._invalid += 1
@@ -238,6 +297,8 @@ class Peer(_Outbound, _HandlerPool):
                     if held:
                         await self._queue_held()
                     if budget == 0:
+                        if out:
+                            await self._write_here()
                         if receive_nowait is not None:
                             await trio.lowlevel.checkpoint()  # a long burst: let others run
                         break
@@ -246,7 +307,11 @@ class Peer(_Outbound, _HandlerPool):
                         frame = receive_nowait()  # type: ignore[misc]
                     except trio.WouldBlock:
                         break
+                if out:
+                    await self._write_here()  # the answers of this burst, one write
             except trio.EndOfChannel:
+                if self._reader_out:
+                    await self._write_here()
                 if self._local_close:
                     return ExitReason("closed", "closed locally")
                 return ExitReason("eof", "the other side closed the connection")
@@ -350,24 +415,31 @@ class Peer(_Outbound, _HandlerPool):
             log.warning("%s: ignoring unexpected frame %r", self.name, msg)
 
     def _admit(self, req: Request) -> None:
+        """Admit ``req`` for a worker (or answer it at once: see :meth:`_register`)."""
+        if self._register(req):
+            self._queue.append(req)
+            if self._standby == 0:
+                self._call_standby()
+
+    def _register(self, req: Request) -> bool:
+        """Count ``req`` in flight, or answer it at once (a duplicate id, no
+        capacity left) and return False (also when shutting down)."""
         ident = req.id
         if ident in self._inflight:
             self._reply_nowait(error_response(ident, InvalidRequest(f"Duplicate request id {ident!r}")))
-            return
+            return False
         if len(self._inflight) + self._unwritten >= self._capacity:
             self._overloaded += 1
             self._reply_nowait(error_response(ident, ServerOverloaded()))
-            return
+            return False
         if self._closed_reason is not None:
-            return  # shutting down
-        self._queue.append(req)
+            return False  # shutting down
         self._inflight[ident] = _Slot(req.method not in NON_CANCELLABLE)
         batch = self._current_batch
         if batch is not None:
             batch.waiting.add(ident)
             self._batches[ident] = batch
-        if self._standby == 0:
-            self._call_standby()
+        return True
 
     def _notification(self, note: Notification) -> None:
         method = note.method
