@@ -255,6 +255,14 @@ class Peer(_Outbound, _HandlerPool):
         self._read_done.set()
 
     async def _read_loop(self) -> ExitReason:
+        # The handlers this task serves itself run in this one scope (no
+        # scope per request): a peer's cancellation can only reach one that
+        # waits, and then this task reads no more (see _serve_here).
+        with trio.CancelScope() as scope:
+            return await self._read(scope)
+        return _HANDED_OFF  # its waiting handler was cancelled by the peer
+
+    async def _read(self, scope: trio.CancelScope) -> ExitReason:
         receive = self.stream.receive
         # Streams that can hand over already-buffered frames without a
         # schedule point let one wake-up dispatch a whole burst.
@@ -281,7 +289,7 @@ class Peer(_Outbound, _HandlerPool):
                         and self._workers < self._max_workers
                     ):
                         # Nothing waits for a worker: serve it here, in this turn.
-                        if self._register(frame) and not await self._serve_here(frame):
+                        if self._register(frame) and not await self._serve_here(frame, scope):
                             return _HANDED_OFF  # it waited: a relief reader reads on
                     elif type(frame) is list:
                         refusal = oversized_batch(frame, max_batch)

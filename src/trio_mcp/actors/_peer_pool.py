@@ -280,32 +280,32 @@ class _HandlerPool:
             await self._send(out, req.method)  # alone: no task switch for one answer
         return False
 
-    async def _serve_here(self, req: Request) -> bool:
-        """Serve ``req`` in the read loop's task; its answer joins the read's
-        others (see :meth:`_write_here`). The handler is stepped by hand: one
-        that finishes without waiting (most) costs no task switch at all.
-        One that waits makes this task a worker until it is done, and a
-        relief reader (a new task) reads on meanwhile: the read loop never
-        waits for a handler. Returns False in that case, once the handler is
-        done (this task is then no longer the reader)."""
-        with trio.CancelScope() as scope:
-            coro = self._serve(req, scope)
-            self._serving_here = True
-            try:
-                trap = coro.send(None)
-            except StopIteration:
-                return True
-            finally:
-                self._serving_here = False
-            self._hand_off_reading()
-            try:
-                await _resume(coro, trap)
-            finally:
-                self._workers -= 1
-                if self._queue and self._standby == 0:
-                    self._call_standby()  # requests queued meanwhile: a worker in its place
-                if self._workers == 0:
-                    self._wake_writer()  # it may be waiting for the last worker to go
+    async def _serve_here(self, req: Request, scope: trio.CancelScope) -> bool:
+        """Serve ``req`` in the read loop's task, inside the read loop's
+        ``scope``; its answer joins the read's others (see :meth:`_write_here`).
+        The handler is stepped by hand: one that finishes without waiting
+        (most) costs no task switch at all. One that waits makes this task a
+        worker until it is done, and a relief reader (a new task) reads on
+        meanwhile: the read loop never waits for a handler. Returns False in
+        that case, once the handler is done (this task reads no more); a
+        peer's cancellation of it ends ``scope``."""
+        coro = self._serve(req, scope)
+        self._serving_here = True
+        try:
+            trap = coro.send(None)
+        except StopIteration:
+            return True
+        finally:
+            self._serving_here = False
+        self._hand_off_reading()
+        try:
+            await _resume(coro, trap)
+        finally:
+            self._workers -= 1
+            if self._queue and self._standby == 0:
+                self._call_standby()  # requests queued meanwhile: a worker in its place
+            if self._workers == 0:
+                self._wake_writer()  # it may be waiting for the last worker to go
         return False
 
     def _hand_off_reading(self) -> None:
