@@ -18,6 +18,14 @@ with the peer's own requests made while other calls were out (see
 counts against the admission capacity, so a peer that does not read its
 answers cannot make them pile up.
 
+Over such a stream the read loop serves a request itself while no admitted
+request waits for a worker (and the cap of concurrent handlers has room),
+stepping its handler by hand (see :meth:`_HandlerPool._serve_here`): a
+handler that finishes without waiting costs no task switch, and the answers
+of one read go out with one write at the end of its burst. A handler that
+waits turns the read loop's task into a worker (counted against the cap)
+until it is done, and a relief reader, a new task, reads on meanwhile.
+
 A mixin of :class:`~._peer.Peer`, which owns the state named below.
 """
 
