@@ -19,7 +19,11 @@ rotated every round, each serving ``echo(text)``:
   ``McpServer`` on ``StdioServerTransport``);
 * ``node-echo``: ``drivers/echo_stdio_server.mjs``, a trivial Node JSON-lines echo
   with no MCP work: the driver's own ceiling (every server's figures are below it
-  when the driver is not what limits them).
+  when the driver is not what limits them);
+* ``trio-floor``: ``servers/trio_floor_server.py``, a minimal trio JSON-lines echo
+  (one task: a read, msgspec decoding of its lines, one write of their answers;
+  no MCP): the floor of our stack, what trio and msgspec alone do against the
+  TypeScript SDK (``floor/ts``) and how much of it our server keeps (``ours/floor``).
 
 Per server and round: ``--spawns`` spawn -> initialize answered timings (each
 process then closed), then one process: initialize + notifications/initialized,
@@ -29,8 +33,8 @@ row after twice that); the calls completing in the measured window count.
 A row: calls/s, p50/p99 latency, the server's and the driver's CPU µs per
 call; per process: peak RSS (``VmHWM``). Reported: the medians over the
 rounds (min–max), spawn -> initialized median over every spawn, and per
-round the ratios ours/TS, ours/SDK and ours/ceiling of calls/s, with each
-round's load average.
+round the ratios ours/TS, ours/SDK, ours/ceiling, floor/TS and ours/floor
+of calls/s, with each round's load average.
 """
 
 from __future__ import annotations
@@ -72,9 +76,16 @@ OURS = "trio-mcp"
 SDK = "mcp-sdk"
 TS = "ts-sdk"
 CEILING = "node-echo"
+FLOOR = "trio-floor"
 SECONDS = 2.0  # per row, by default
 METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us")
-RATIOS = [(OURS, TS, "ours/ts"), (OURS, SDK, "ours/sdk"), (OURS, CEILING, "ours/ceiling")]
+RATIOS = [
+    (OURS, TS, "ours/ts"),
+    (OURS, SDK, "ours/sdk"),
+    (OURS, CEILING, "ours/ceiling"),
+    (FLOOR, TS, "floor/ts"),
+    (OURS, FLOOR, "ours/floor"),
+]
 #: Issue 17's targets, printed for context, never asserted.
 TARGETS = {"calls_per_s ours/ts": 1.2, "spawn_ms ours": 120.0, "peak_rss_mb ours": 30.0}
 
@@ -91,6 +102,7 @@ TARGETS_ALL = (
     Target(SDK, HERE / "servers" / "sdk_echo_server.py", "sdk"),
     Target(TS, DRIVERS / "ts_stdio_server.mjs", "node"),
     Target(CEILING, DRIVERS / "echo_stdio_server.mjs", "node"),
+    Target(FLOOR, HERE / "servers" / "trio_floor_server.py", "ours"),
 )
 
 
@@ -189,12 +201,19 @@ def print_report(doc: dict[str, Any]) -> None:
             + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in above.items())
         )
     print()
-    print("ratios of calls/s (> 1: ours serves more; ours/ceiling: how close to the driver's own ceiling):")
+    print(
+        "ratios of calls/s (> 1: ours serves more; ours/ceiling: how close to the driver's own ceiling; "
+        "floor/ts: trio's own floor against the TypeScript SDK):"
+    )
     print(ratio_table(summary["ratios"], [r["round"] for r in doc["rounds"]], "in flight"))
     print(
         "issue 17's targets, for context: calls_per_s ours/ts ≥ 1.2 at every concurrency, "
         "ours spawn -> initialized ≤ 120 ms, ours peak RSS ≤ 30 MB"
     )
+    if floor := summary["ratios"].get("calls_per_s floor/ts"):
+        below = [k for k, v in floor.items() if v["median"] < TARGETS["calls_per_s ours/ts"]]
+        if below:
+            print("the trio floor itself is below 1.2x the TypeScript SDK (median) at: " + ", ".join(below))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,6 +1,7 @@
 """Smoke test of benchmarks/bench_stdio_neutral.py: one short round against
 real stdio server processes (ours, the official SDK's, the TypeScript SDK's,
-the trivial Node echo that is the driver's ceiling) spawned by the real Node
+the trivial Node echo that is the driver's ceiling, the minimal trio echo
+that is our stack's floor) spawned by the real Node
 driver; its JSON document has every row, median, ratio, spawn timing and
 peak RSS, with positive numbers, and no process it started is left running.
 No timing thresholds."""
@@ -28,7 +29,7 @@ pytestmark = [
     ),
 ]
 
-IMPLS = ("trio-mcp", "mcp-sdk", "ts-sdk", "node-echo")
+IMPLS = ("trio-mcp", "mcp-sdk", "ts-sdk", "node-echo", "trio-floor")
 CONCURRENCIES = (1, 8, 64, 256)
 LABELS = {"seq", "c8", "c64", "c256"}
 METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us")
@@ -69,7 +70,8 @@ def test_bench_stdio_neutral_reports_every_row_and_ratio() -> None:
 
     ratios = doc["summary"]["ratios"]
     assert {name: set(per) for name, per in ratios.items()} == {
-        f"calls_per_s ours/{den}": LABELS for den in ("ts", "sdk", "ceiling")
+        f"calls_per_s {name}": LABELS
+        for name in ("ours/ts", "ours/sdk", "ours/ceiling", "floor/ts", "ours/floor")
     }
     for per in ratios.values():
         for value in per.values():
@@ -96,3 +98,12 @@ def test_bench_stdio_neutral_text_report_names_load_spawn_and_ratios() -> None:
     for rows in ("seq", "c64"):
         assert re.search(rf"^calls_per_s ours/ceiling +{rows} +[0-9.]+ +[0-9.]+$", out, re.MULTILINE), out
     assert "ours/ts" not in out.split("ratios of calls/s")[1].split("issue 17")[0]
+
+
+def test_bench_stdio_neutral_trio_floor_answers_like_a_server() -> None:
+    """The trio floor is driven like every server (its rows and ratios are there)."""
+    out = run_bench("--targets", "trio-mcp,ts-sdk,trio-floor", "--concurrencies", "1,64")
+    assert "spawn -> initialized, median: trio-mcp " in out and "trio-floor " in out
+    for name in ("floor/ts", "ours/floor"):
+        for rows in ("seq", "c64"):
+            assert re.search(rf"^calls_per_s {name} +{rows} +[0-9.]+ +[0-9.]+$", out, re.MULTILINE), out

@@ -1,7 +1,9 @@
 """A peer over a real stdio stream (pipes). Its handler pool: handlers that
-finish without waiting are served back to back by a few workers, never one
-task per request, and a handler that waits never holds up the requests behind
-it. Its own requests, gathered into the writes of its answer writer while
+finish without waiting are served by the read loop itself, no worker task at
+all, and a handler that waits never holds up the requests behind it (reading
+goes on in a relief reader); such handlers still count against the cap of
+concurrent handlers, can be cancelled by the other side, and are drained at
+the end of input. Its own requests, gathered into the writes of its answer writer while
 other calls are out: a call cancelled before its request was written sends
 nothing, and calls whose requests cannot be written fail at once.
 
@@ -20,7 +22,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp import ConnectionClosed, Peer
+from trio_mcp import ConnectionClosed, Peer, PeerLimits
 from trio_mcp.actors import InboundRequest
 from trio_mcp.transports.stdio import StdioStream
 
@@ -58,7 +60,7 @@ class Handlers:
 
 @asynccontextmanager
 async def peer_on_pipes(
-    handlers: Handlers | None = None,
+    handlers: Handlers | None = None, limits: PeerLimits | None = None
 ) -> AsyncIterator[tuple[Peer, trio.lowlevel.FdStream, trio.lowlevel.FdStream]]:
     """A peer (serving ``handlers``, if any) over a pair of pipes, and the
     test's ends of them: what the test writes to it, and what it writes."""
@@ -69,7 +71,7 @@ async def peer_on_pipes(
     from_peer = trio.lowlevel.FdStream(from_peer_r)
     try:
         async with trio.open_nursery() as nursery:
-            peer = await nursery.start(Peer(stream, handlers, name="peer").run)
+            peer = await nursery.start(Peer(stream, handlers, limits=limits, name="peer").run)
             yield peer, to_peer, from_peer
             nursery.cancel_scope.cancel()
     finally:
@@ -88,7 +90,7 @@ async def _answers(from_server: trio.lowlevel.FdStream, count: int) -> list[Any]
     return ids
 
 
-async def test_a_burst_of_handlers_that_never_wait_is_served_by_a_few_workers() -> None:
+async def test_a_burst_of_handlers_that_never_wait_is_served_by_the_read_loop() -> None:
     burst = 64
     with trio.fail_after(TIMEOUT):
         async with peer_on_pipes(Handlers()) as (peer, to_server, from_server):
@@ -96,8 +98,8 @@ async def test_a_burst_of_handlers_that_never_wait_is_served_by_a_few_workers() 
             assert sorted(await _answers(from_server, burst)) == list(range(burst))
             stats = peer.statistics()
             assert stats.requests_served == burst
-            # One task per request would mean 64 workers here.
-            assert stats.workers <= 8, stats
+            # Served in the read loop's own task: no worker was ever started.
+            assert stats.workers == 0, stats
 
 
 async def test_a_handler_that_waits_does_not_hold_up_the_rest_of_its_burst() -> None:
@@ -118,7 +120,72 @@ async def test_handlers_that_wait_in_one_burst_all_run_at_once() -> None:
         async with peer_on_pipes(Handlers(size=size)) as (peer, to_server, from_server):
             await to_server.send_all(b"".join(_call(i, "gather") for i in range(size)))
             assert sorted(await _answers(from_server, size)) == list(range(size))
-            assert peer.statistics().workers == size
+            assert peer.statistics().requests_served == size
+
+
+async def test_handlers_that_wait_in_the_read_loop_count_against_the_handler_cap() -> None:
+    cap = 4
+    with trio.fail_after(TIMEOUT):
+        handlers = Handlers()  # every request waits until the test lets them go
+        async with peer_on_pipes(handlers, PeerLimits(max_concurrent_handlers=cap)) as (
+            peer,
+            to_server,
+            from_server,
+        ):
+            await to_server.send_all(b"".join(_call(i, "gather") for i in range(10)))
+            while handlers.waiting < cap:
+                await trio.testing.wait_all_tasks_blocked()
+            await trio.testing.wait_all_tasks_blocked()
+            # The cap holds: the other six wait for a handler to finish.
+            assert handlers.waiting == cap
+            assert peer.statistics().requests_queued == 10 - cap
+            handlers.all_in.set()
+            assert sorted(await _answers(from_server, 10)) == list(range(10))
+
+
+async def test_a_handler_waiting_in_the_read_loop_is_cancelled_by_the_other_side() -> None:
+    with trio.fail_after(TIMEOUT):
+        handlers = Handlers()
+        async with peer_on_pipes(handlers) as (peer, to_server, from_server):
+            await to_server.send_all(_call(0, "gather"))
+            while handlers.waiting < 1:
+                await trio.testing.wait_all_tasks_blocked()
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}}
+            await to_server.send_all(json.dumps(cancel).encode() + b"\n" + _call(1, "quick"))
+            # Only the second is answered: a cancelled request never is.
+            assert await _answers(from_server, 1) == [1]
+            while peer.statistics().handlers_running:
+                await trio.testing.wait_all_tasks_blocked()
+            stats = peer.statistics()
+            assert stats.requests_cancelled_by_peer == 1 and stats.requests_served == 1, stats
+
+
+async def test_the_end_of_input_lets_a_handler_waiting_in_the_read_loop_finish() -> None:
+    to_peer_r, to_peer_w = os.pipe()
+    from_peer_r, from_peer_w = os.pipe()
+    stream = StdioStream(to_peer_r, from_peer_w, name="peer")
+    to_peer = trio.lowlevel.FdStream(to_peer_w)
+    from_peer = trio.lowlevel.FdStream(from_peer_r)
+    handlers = Handlers()
+    peer = Peer(stream, handlers, name="peer")
+    reasons = []
+
+    async def run() -> None:
+        reasons.append(await peer.run())
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            await to_peer.send_all(_call(0, "gather"))
+            while handlers.waiting < 1:
+                await trio.testing.wait_all_tasks_blocked()
+            await to_peer.aclose()  # the end of input, while the handler waits
+            await trio.testing.wait_all_tasks_blocked()
+            handlers.all_in.set()
+            assert await _answers(from_peer, 1) == [0]
+    assert [r.kind for r in reasons] == ["eof"]
+    await stream.aclose()
+    await from_peer.aclose()
 
 
 # ---------------------------------------------------------------- our requests, gathered

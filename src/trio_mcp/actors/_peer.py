@@ -24,20 +24,20 @@ Blocking the read loop would also block responses, and deadlock handlers that
 wait on the peer.
 
 Here: the actor, its read loop and dispatch, and outbound calls. Its bounds
-are in :mod:`._peer_limits`, its handler pool in :mod:`._peer_pool`, what a
-dispatcher gets in :mod:`._peer_inbound`, a caller's reply in :mod:`._peer_calls`.
+are in :mod:`._peer_limits`, its handler pool in :mod:`._peer_pool`, its
+outbound calls in :mod:`._peer_outbound`, what a dispatcher gets in
+:mod:`._peer_inbound`, a caller's reply in :mod:`._peer_calls`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 import outcome
 import trio
-from msgspec import UNSET
 
 from .._util import RepeatedWarnings
 from ..protocol import (
@@ -50,15 +50,15 @@ from ..protocol import (
     Response,
     ServerOverloaded,
     coerce,
-    encode,
     error_response,
 )
 from ..transports import MessageStream, TransportError
 from ._actor import ExitReason
-from ._peer_calls import ProgressCallback, _answer, _progress_of, _Reply, _with_progress_token
+from ._peer_calls import ProgressCallback, _progress_of, _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
 from ._peer_limits import PeerLimits, PeerStatistics, oversized_batch
-from ._peer_pool import _DRAIN_BUDGET, _INLINE_SINK, InlineServer, _HandlerPool
+from ._peer_outbound import NON_CANCELLABLE, _Outbound
+from ._peer_pool import _DRAIN_BUDGET, _HANDED_OFF, _HandlerPool
 
 __all__ = [
     "NON_CANCELLABLE",
@@ -73,16 +73,8 @@ __all__ = [
 
 log = logging.getLogger("trio_mcp.peer")
 
-#: Requests never served inline (see :meth:`Peer.request`): ``initialize``
-#: starts the session, ``subscriptions/listen`` is a stream, not a call.
-ALWAYS_FRAMED: Final = frozenset({"initialize", "subscriptions/listen"})
 
-
-#: Requests a peer's ``notifications/cancelled`` never interrupts.
-NON_CANCELLABLE: Final = frozenset({"initialize"})
-
-
-class Peer(_HandlerPool):
+class Peer(_Outbound, _HandlerPool):
     """A JSON-RPC session over a :class:`MessageStream`.
 
     Start with ``await nursery.start(peer.run)``. ``run`` returns an
@@ -150,6 +142,15 @@ class Peer(_HandlerPool):
         self._write_failure: str | None = None
         self._unwritten = 0
         self._writer: trio.lowlevel.Task | None = None
+        #: The read loop serves a lone request itself while its handler does
+        #: not wait (see :meth:`_serve_here`), over streams that gather answers;
+        #: its answers wait here for the end of the read's burst (one write).
+        self._serves_in_reader = self._gathers
+        self._reader_out: list[Any] = []
+        self._serving_here = False
+        #: How reading ended, when it ended in a relief reader (see _relief_reader).
+        self._read_result: outcome.Outcome[ExitReason] | None = None
+        self._read_done = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._workers = 0
         self._running = 0
@@ -191,9 +192,13 @@ class Peer(_HandlerPool):
                 task_status.started(self)
                 try:
                     reason = await self._read_loop()
+                    if reason is _HANDED_OFF:
+                        # Reading went on in a relief reader: how did it end?
+                        await self._read_done.wait()
+                        assert self._read_result is not None
+                        reason = self._read_result.unwrap()
                 except TransportError as exc:
-                    self._shut(f"transport failed: {exc.reason}", exc)
-                    nursery.cancel_scope.cancel()
+                    self._reading_failed(exc)
                     # Raised below, outside the nursery: raised in here it
                     # would come out wrapped in an ExceptionGroup.
                     failure = exc
@@ -201,22 +206,63 @@ class Peer(_HandlerPool):
                     self._shut("peer stopped")
                     raise
                 else:
-                    self._shut(reason.detail or "connection closed")
-                    if self._local_close:
-                        nursery.cancel_scope.cancel()
-                    else:
-                        # Clean EOF: let admitted handlers finish, within a bound.
-                        nursery.cancel_scope.deadline = trio.current_time() + self.limits.drain_grace
+                    self._reading_ended(reason)
         finally:
             self._shut("peer stopped")
             self._stopped.set()
+        if reason is None and failure is None and self._read_result is not None:
+            # A relief reader saw the end while this task was still serving.
+            if type(self._read_result) is outcome.Error:
+                failure = self._read_result.error  # type: ignore[assignment]
+            else:
+                reason = self._read_result.unwrap()
         if failure is not None:
             raise failure
         if reason is None:  # aclose() cancelled the read loop before it saw the close
             reason = ExitReason("closed", "closed locally")
         return reason
 
+    def _reading_ended(self, reason: ExitReason) -> None:
+        """The read loop ended cleanly (wherever it ran; idempotent)."""
+        self._shut(reason.detail or "connection closed")
+        assert self._nursery is not None
+        if self._local_close:
+            self._nursery.cancel_scope.cancel()
+        else:
+            # Clean EOF: let admitted handlers finish, within a bound.
+            scope = self._nursery.cancel_scope
+            scope.deadline = min(scope.deadline, trio.current_time() + self.limits.drain_grace)
+
+    def _reading_failed(self, exc: TransportError) -> None:
+        """The transport broke under the read loop (wherever it ran; idempotent)."""
+        self._shut(f"transport failed: {exc.reason}", exc)
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
+
+    async def _relief_reader(self) -> None:
+        """Read on for a read loop whose own handler waits (see _serve_here);
+        how reading ends is left for :meth:`run` (and acted on at once)."""
+        try:
+            reason = await self._read_loop()
+        except TransportError as exc:
+            self._reading_failed(exc)
+            self._read_result = outcome.Error(exc)
+        else:
+            if reason is _HANDED_OFF:
+                return  # its own handler waited: reading went on elsewhere again
+            self._reading_ended(reason)
+            self._read_result = outcome.Value(reason)
+        self._read_done.set()
+
     async def _read_loop(self) -> ExitReason:
+        # The handlers this task serves itself run in this one scope (no
+        # scope per request): a peer's cancellation can only reach one that
+        # waits, and then this task reads no more (see _serve_here).
+        with trio.CancelScope() as scope:
+            return await self._read(scope)
+        return _HANDED_OFF  # its waiting handler was cancelled by the peer
+
+    async def _read(self, scope: trio.CancelScope) -> ExitReason:
         receive = self.stream.receive
         # Streams that can hand over already-buffered frames without a
         # schedule point let one wake-up dispatch a whole burst.
@@ -227,12 +273,25 @@ class Peer(_HandlerPool):
         stream_gathers = getattr(self.stream, "answers_batches", False)
         max_batch = self.limits.max_batch_items
         held = self._held
+        serves_here = self._serves_in_reader
+        queue = self._queue
+        out = self._reader_out
         while True:
             try:
                 frame = await receive()
                 budget = _DRAIN_BUDGET if receive_nowait is not None else 0
                 while True:
-                    if type(frame) is list:
+                    if (
+                        type(frame) is Request
+                        and serves_here
+                        and not queue
+                        and not held
+                        and self._workers < self._max_workers
+                    ):
+                        # Nothing waits for a worker: serve it here, in this turn.
+                        if self._register(frame) and not await self._serve_here(frame, scope):
+                            return _HANDED_OFF  # it waited: a relief reader reads on
+                    elif type(frame) is list:
                         refusal = oversized_batch(frame, max_batch)
                         if refusal is not None:
                             self._invalid += 1
@@ -246,6 +305,8 @@ class Peer(_HandlerPool):
                     if held:
                         await self._queue_held()
                     if budget == 0:
+                        if out:
+                            await self._write_here()
                         if receive_nowait is not None:
                             await trio.lowlevel.checkpoint()  # a long burst: let others run
                         break
@@ -254,7 +315,11 @@ class Peer(_HandlerPool):
                         frame = receive_nowait()  # type: ignore[misc]
                     except trio.WouldBlock:
                         break
+                if out:
+                    await self._write_here()  # the answers of this burst, one write
             except trio.EndOfChannel:
+                if self._reader_out:
+                    await self._write_here()
                 if self._local_close:
                     return ExitReason("closed", "closed locally")
                 return ExitReason("eof", "the other side closed the connection")
@@ -358,24 +423,31 @@ class Peer(_HandlerPool):
             log.warning("%s: ignoring unexpected frame %r", self.name, msg)
 
     def _admit(self, req: Request) -> None:
+        """Admit ``req`` for a worker (or answer it at once: see :meth:`_register`)."""
+        if self._register(req):
+            self._queue.append(req)
+            if self._standby == 0:
+                self._call_standby()
+
+    def _register(self, req: Request) -> bool:
+        """Count ``req`` in flight, or answer it at once (a duplicate id, no
+        capacity left) and return False (also when shutting down)."""
         ident = req.id
         if ident in self._inflight:
             self._reply_nowait(error_response(ident, InvalidRequest(f"Duplicate request id {ident!r}")))
-            return
+            return False
         if len(self._inflight) + self._unwritten >= self._capacity:
             self._overloaded += 1
             self._reply_nowait(error_response(ident, ServerOverloaded()))
-            return
+            return False
         if self._closed_reason is not None:
-            return  # shutting down
-        self._queue.append(req)
+            return False  # shutting down
         self._inflight[ident] = _Slot(req.method not in NON_CANCELLABLE)
         batch = self._current_batch
         if batch is not None:
             batch.waiting.add(ident)
             self._batches[ident] = batch
-        if self._standby == 0:
-            self._call_standby()
+        return True
 
     def _notification(self, note: Notification) -> None:
         method = note.method
@@ -442,162 +514,6 @@ class Peer(_HandlerPool):
             self._held.append(msg)
         except trio.ClosedResourceError:
             pass
-
-    # ------------------------------------------------------------ outbound
-
-    async def request(
-        self,
-        method: str,
-        params: Any = UNSET,
-        *,
-        result_type: Any = None,
-        on_progress: ProgressCallback | None = None,
-        cancellable: bool = True,
-        stateless: bool = False,
-    ) -> Any:
-        """Send a request and wait for its answer.
-
-        Deadlines come from the caller's cancel scope. A call cancelled after
-        it was sent tells the peer with ``notifications/cancelled`` (unless
-        ``cancellable`` is false or the method is in :data:`NON_CANCELLABLE`).
-        ``on_progress`` runs in the caller's task for each progress
-        notification, in order, before the answer is returned.
-        ``result_type`` decodes the result (else it is returned raw); an error
-        answer raises the matching :class:`McpError`.
-
-        Over a stream with ``send_batch`` (stdio), a request made while other
-        calls are out is encoded here and written by the answer writer with
-        everything else ready in this scheduling turn (one write); cancelled
-        before that write, it is never sent.
-
-        A transport that can have the other end serve a request in this task
-        (an ``"inline"`` in-memory pair) then does, with no frames and no task
-        switch: always when ``stateless`` says the request depends on no
-        earlier message (a 2026-era request), otherwise (but for
-        :data:`ALWAYS_FRAMED`) when nothing sent before it is still queued there.
-        The handler's notifications reach this peer in order, before the
-        answer, and cancelling the caller cancels the handler.
-        """
-        if self._closed_reason is not None:
-            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
-        if self._can_inline:
-            if stateless:
-                serve = self.stream.inline  # type: ignore[attr-defined]
-            else:
-                serve = None if method in ALWAYS_FRAMED else self.stream.inline_in_order  # type: ignore[attr-defined]
-            if serve is not None:
-                return await self._request_inline(serve, method, params, result_type, on_progress)
-        ident = self._next_id
-        self._next_id = ident + 1
-        reply = _Reply()
-        if on_progress is not None:
-            params = _with_progress_token(params, ident)
-            reply.progress = deque()
-            self._progress[ident] = reply
-        self._pending[ident] = reply
-        # The initialize request is never cancelled (MCP lifecycle).
-        cancellable = cancellable and method not in NON_CANCELLABLE
-        sent = False
-        line: Any = None
-        try:
-            request = Request(id=ident, method=method, params=params)
-            if self._gathers and len(self._pending) > 1 and self._write_failure is None:
-                # Other calls are out: the answer writer sends this one with
-                # whatever else is ready in this scheduling turn (one write).
-                # Encoded here, so an unencodable request fails its caller.
-                await trio.lowlevel.checkpoint_if_cancelled()
-                line = (ident, msgspec.Raw(encode(request)))
-                self._requests.append(line)
-                self._wake_writer()
-            else:
-                await self.stream.send(request)
-            sent = True
-            if on_progress is None:
-                msg = await reply.wait()
-            else:
-                msg = await reply.wait_reporting(on_progress, self.name)
-        except trio.Cancelled:
-            if line is not None and line in self._requests:
-                self._requests.remove(line)  # never written: as if never sent
-                sent = False
-            if sent and cancellable and reply.value is None and self._closed_reason is None:
-                await self._send_cancelled(ident, "cancelled by the caller")
-            raise
-        except TransportError as exc:
-            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
-        finally:
-            self._pending.pop(ident, None)
-            if on_progress is not None:
-                self._progress.pop(ident, None)
-        return _answer(msg, method, result_type)
-
-    async def _request_inline(
-        self,
-        serve: InlineServer,
-        method: str,
-        params: Any,
-        result_type: Any,
-        on_progress: ProgressCallback | None,
-    ) -> Any:
-        """Have the other end serve a request in this task (see :meth:`request`)."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        ident = self._next_id
-        self._next_id = ident + 1
-        if on_progress is not None:
-            params = _with_progress_token(params, ident)
-
-        async def sink(note: Notification) -> None:
-            # The handler's notifications, in its (our) task: progress for
-            # this call goes to on_progress, the rest to our dispatcher.
-            if on_progress is not None and note.method == "notifications/progress":
-                parsed = _progress_of(note.params)
-                if parsed is not None and parsed[0] == ident and parsed[1] is not None:
-                    try:
-                        await on_progress(*parsed[1])
-                    except Exception:
-                        log.exception("%s: progress callback failed", self.name)
-                    return
-            if self._closed_reason is None:
-                self._notification(note)
-
-        try:
-            msg = await serve(Request(id=ident, method=method, params=params), sink)
-        except TransportError as exc:
-            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
-        if self._closed_reason is not None:
-            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
-        # A schedule point, as every call has (a handler that never awaits
-        # makes none): a loop of calls stays fair to the other tasks.
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return _answer(msg, method, result_type)
-
-    async def _send_cancelled(self, ident: int | str, reason: str) -> None:
-        with trio.move_on_after(self.limits.cancel_send_timeout, shield=True):
-            try:
-                await self.stream.send(
-                    Notification(
-                        method="notifications/cancelled", params={"requestId": ident, "reason": reason}
-                    )
-                )
-            except TransportError:
-                pass
-
-    async def notify(self, method: str, params: Any = UNSET) -> None:
-        """Send a notification (waits only for transport backpressure)."""
-        if self._closed_reason is not None:
-            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
-        inline = _INLINE_SINK.get()
-        if inline is not None and inline[0] is self:
-            # Serving a request in its caller's task: straight to the caller.
-            await inline[1](Notification(method=method, params=params))
-            return
-        try:
-            await self.stream.send(Notification(method=method, params=params))
-        except TransportError as exc:
-            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
-
-    async def ping(self) -> None:
-        await self.request("ping")
 
     # ----------------------------------------------------------- lifecycle
 

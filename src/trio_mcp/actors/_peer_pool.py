@@ -18,16 +18,25 @@ with the peer's own requests made while other calls were out (see
 counts against the admission capacity, so a peer that does not read its
 answers cannot make them pile up.
 
+Over such a stream the read loop serves a request itself while no admitted
+request waits for a worker (and the cap of concurrent handlers has room),
+stepping its handler by hand (see :meth:`_HandlerPool._serve_here`): a
+handler that finishes without waiting costs no task switch, and the answers
+of one read go out with one write at the end of its burst. A handler that
+waits turns the read loop's task into a worker (counted against the cap)
+until it is done, and a relief reader, a new task, reads on meanwhile.
+
 A mixin of :class:`~._peer.Peer`, which owns the state named below.
 """
 
 from __future__ import annotations
 
 import logging
+import types
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import outcome
@@ -46,6 +55,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportClosed, TransportError
 from ..transports._base import RELATED_REQUEST
+from ._actor import ExitReason
 from ._peer_calls import _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _encodable, _Slot
 
@@ -68,6 +78,34 @@ _INLINE_SINK: ContextVar[tuple[Any, NotificationSink] | None] = ContextVar(
 _DRAIN_BUDGET: Final = 32
 
 _EMPTY_RESULT: Final = msgspec.Raw(b"{}")
+
+
+#: What a read loop returns once its own handler waited and reading went on
+#: in a relief reader (see :meth:`_HandlerPool._serve_here`); never an actor's exit.
+_HANDED_OFF: Final = ExitReason("handed-off", "reading went on in a relief reader")
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], trap: Any) -> Generator[Any, Any, Any]:
+    """Go on running ``coro``, which was stepped by hand and yielded ``trap``
+    to the event loop, as if it had been awaited from the start."""
+    message = trap
+    while True:
+        try:
+            sent = yield message
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # thrown in by trio (Cancelled, ...)
+            try:
+                message = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                message = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
 
 
 class _HandlerPool:
@@ -98,6 +136,12 @@ class _HandlerPool:
     _unwritten: int
     _writer: trio.lowlevel.Task | None
     _gathers: bool
+    _reader_out: list[Any]
+    _serving_here: bool
+
+    if TYPE_CHECKING:  # the Peer's
+
+        async def _relief_reader(self) -> None: ...
 
     async def _worker(self) -> None:
         """Serve admitted requests one at a time.
@@ -222,20 +266,82 @@ class _HandlerPool:
         if slot.cancelled or reply is None:
             return True
         self._served += 1
-        out = self._settle(ident, reply)
-        if out is None:
-            return False  # its batch is answered when the last of it is done
-        if self._gathers and (self._answers or self._inflight):
-            self._hand_over(out)  # others are being served: gather theirs with it
+        if self._batches:
+            out = self._settle(ident, reply)
+            if out is None:
+                return False  # its batch is answered when the last of it is done
+        else:
+            out = reply
+        if self._serving_here:
+            # Served by the read loop without waiting: written with the rest of its read.
+            self._reader_out.append(out)
+            self._unwritten += 1
+        elif self._gathers and (self._answers or self._inflight):
+            # Others are being served: hand it to the answer writer, to go with theirs.
+            self._answers.append(out)
+            self._unwritten += 1
+            writer = self._writer
+            if writer is not None:
+                self._writer = None
+                trio.lowlevel.reschedule(writer)
         else:
             await self._send(out, req.method)  # alone: no task switch for one answer
         return False
 
-    def _hand_over(self, out: Any) -> None:
-        """Give an answer to the answer writer (see the module doc)."""
-        self._answers.append(out)
-        self._unwritten += 1
-        self._wake_writer()
+    async def _serve_here(self, req: Request, scope: trio.CancelScope) -> bool:
+        """Serve ``req`` in the read loop's task, inside the read loop's
+        ``scope``; its answer joins the read's others (see :meth:`_write_here`).
+        The handler is stepped by hand: one that finishes without waiting
+        (most) costs no task switch at all. One that waits makes this task a
+        worker until it is done, and a relief reader (a new task) reads on
+        meanwhile: the read loop never waits for a handler. Returns False in
+        that case, once the handler is done (this task reads no more); a
+        peer's cancellation of it ends ``scope``."""
+        coro = self._serve(req, scope)
+        self._serving_here = True
+        try:
+            trap = coro.send(None)
+        except StopIteration:
+            return True
+        finally:
+            self._serving_here = False
+        self._hand_off_reading()
+        try:
+            await _resume(coro, trap)
+        finally:
+            self._workers -= 1
+            if self._queue and self._standby == 0:
+                self._call_standby()  # requests queued meanwhile: a worker in its place
+            if self._workers == 0:
+                self._wake_writer()  # it may be waiting for the last worker to go
+        return False
+
+    def _hand_off_reading(self) -> None:
+        """The read loop's handler waits: count this task as a worker, give
+        its answers so far to the answer writer, start a relief reader."""
+        self._workers += 1
+        out = self._reader_out
+        if out:
+            self._answers.extend(out)  # counted in _unwritten already
+            out.clear()
+            self._wake_writer()
+        assert self._nursery is not None
+        self._nursery.start_soon(self._relief_reader)
+
+    async def _write_here(self) -> None:
+        """Write the answers the read loop served itself, with one write."""
+        out = self._reader_out
+        batch = out[:]
+        out.clear()
+        try:
+            await self.stream.send_batch(batch)  # type: ignore[attr-defined]
+        except TransportError:
+            pass  # the read loop sees the broken transport and shuts down
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+            for item in batch:  # one cannot be encoded: each on its own (see _send)
+                await self._send(item, "a request")
+        finally:
+            self._unwritten -= len(batch)
 
     def _wake_writer(self) -> None:
         writer = self._writer
@@ -294,9 +400,14 @@ class _HandlerPool:
                 reply.deliver(outcome.Error(error))
 
     async def _send(self, out: Any, what: str) -> None:
-        """Send a worker's answer (or a batch's array of them)."""
+        """Send a worker's answer (or a batch's array of them): over a stream
+        with ``send_batch``, without a schedule point of the stream's own (the
+        worker yields on its own schedule, see :meth:`_worker`)."""
         try:
-            await self.stream.send(out)
+            if self._gathers:
+                await self.stream.send_batch([out])  # type: ignore[attr-defined]
+            else:
+                await self.stream.send(out)
         except TransportError:
             pass  # the read loop sees the broken transport and shuts down
         except Exception as exc:

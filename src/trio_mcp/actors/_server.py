@@ -14,7 +14,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
+from typing import Any, Final, Protocol, cast
 
 import attrs
 import msgspec
@@ -24,64 +24,44 @@ from msgspec import UNSET
 from ..protocol import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
     METHODS,
-    MODERN_VERSIONS,
-    SUPPORTED_VERSIONS,
     V2025_03_26,
     V2025_06_18,
     V2025_11_25,
     ClientCapabilities,
-    CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
-    DiscoverResult,
-    ElicitRequest,
     ElicitRequestParams,
     ElicitResult,
     Implementation,
     InitializeRequestParams,
     InitializeResult,
-    InputRequiredResult,
     InvalidParams,
     InvalidRequest,
-    ListRootsRequest,
     ListRootsResult,
     LoggingMessageNotificationParams,
     McpError,
     MethodNotFound,
     MissingClientCapability,
-    ResourceNotFound,
     Root,
-    SamplingMessage,
     ServerCapabilities,
     SetLevelRequestParams,
     SubscriptionFilter,
-    SubscriptionsListenRequestParams,
-    TextContent,
-    UnsupportedProtocolVersion,
     adapt,
     coerce,
-    has_capability,
-    is_modern,
-    method_available,
 )
 from ..protocol._types import LoggingLevel
 from ..transports import MessageStream
-from ..transports._base import REQUEST_HEADERS
 from ._actor import ExitReason
+from ._context import _LEVEL_RANK, LOG_LEVELS, Context
 from ._instrument import instrument
 from ._middleware import ServerMiddleware, run_chain
-from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateError, RequestStateKeys
 from ._peer import InboundRequest, Peer, PeerLimits
-
-if TYPE_CHECKING:
-    from ..auth.resource import AccessToken
+from ._peer_inbound import _no_meta
+from ._server_modern import _MODERN_ONLY, _ModernServing
+from ._server_modern import _declared as _declared  # noqa: PLC0414 - re-exported for the client session
 
 __all__ = [
     "LOG_LEVELS",
@@ -93,12 +73,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("trio_mcp.server")
-_T = TypeVar("_T")
-
-#: Logging levels, least severe first (RFC 5424 order).
-LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-_LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
-
 #: Which server capability gates each client request (dotted wire names; from the registry).
 METHOD_CAPABILITY: Final[Mapping[str, str]] = {
     name: ".".join(spec.capability[1:])
@@ -113,8 +87,22 @@ _NOTIFICATION_CAPABILITY: Final[Mapping[str, str]] = {
     if spec.kind == "notification" and spec.capability and spec.capability[0] == "server"
 }
 
+#: Requests that never take the straight path of :meth:`ServerSession.handle_request`.
+_NOT_PLAIN: Final = frozenset({"initialize", "logging/setLevel"}) | _MODERN_ONLY
+
 #: Requests served before ``notifications/initialized`` arrives.
 _PRE_INITIALIZED: Final = frozenset({"ping", "logging/setLevel"})
+
+
+def _decoder(params_type: Any) -> Callable[[msgspec.Raw], Any]:
+    """The cached decoder of raw params into ``params_type``."""
+    decode = _DECODERS.get(params_type)
+    if decode is None:
+        decode = _DECODERS[params_type] = msgspec.json.Decoder(params_type).decode
+    return decode
+
+
+_DECODERS: dict[Any, Callable[[msgspec.Raw], Any]] = {}
 
 
 @attrs.frozen
@@ -144,12 +132,7 @@ class ServerApp(Protocol):
     def _detach(self, session: ServerSession) -> None: ...
 
 
-def _declared(caps: ServerCapabilities, path: str) -> bool:
-    """Whether ``caps`` declares the dotted wire-name ``path`` (e.g. ``resources.subscribe``)."""
-    return has_capability(caps, path.split("."))
-
-
-class ServerSession:
+class ServerSession(_ModernServing):
     """One client's session with a server app. Start with ``nursery.start(session.run)``."""
 
     #: Bound of the queue of notifications posted from synchronous code
@@ -238,6 +221,23 @@ class ServerSession:
 
     async def handle_request(self, request: InboundRequest) -> Any:
         method = request.method
+        params = request.params
+        if (
+            self._initialized
+            and method not in _NOT_PLAIN
+            and type(params) is msgspec.Raw
+            and _no_meta(params)
+        ):
+            # The common case, straight through: an initialized session's
+            # request with raw params and no ``_meta`` (so not the stateless era).
+            handler = self.app.request_handlers.get(method)
+            if handler is not None and method not in self._undeclared:
+                try:
+                    decoded = (_DECODERS.get(handler.params_type) or _decoder(handler.params_type))(params)
+                except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                    raise InvalidParams(f"Invalid params for {method}: {exc}") from None
+                result = await handler.fn(Context(self, request), decoded)
+                return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
         if method == "initialize":
             return self._initialize(request)
         if method in _MODERN_ONLY or META_PROTOCOL_VERSION in request.meta:
@@ -256,7 +256,7 @@ class ServerSession:
         last = partial(ServerSession.handle_request, self, request)
         return await run_chain(self._middleware, Context(self, request), last)
 
-    def _resolve(self, request: InboundRequest) -> tuple[Any, Any]:
+    def _resolve(self, request: InboundRequest) -> tuple[RequestHandler, Any]:
         """The app's handler of ``request`` (declared) and its decoded params."""
         method = request.method
         handler = self.app.request_handlers.get(method)
@@ -270,148 +270,6 @@ class ServerSession:
             return handler, coerce(request.params, handler.params_type)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise InvalidParams(f"Invalid params for {method}: {exc}") from None
-
-    async def _handle_modern(self, request: InboundRequest) -> Any:
-        """A stateless 2026-era request: version and capabilities ride in ``_meta``."""
-        method = request.method
-        meta = request.meta
-        version = meta.get(META_PROTOCOL_VERSION)
-        if not isinstance(version, str):
-            raise InvalidParams(
-                f"{method}: _meta[{META_PROTOCOL_VERSION!r}] is required in this protocol era"
-            )
-        if version not in MODERN_VERSIONS:
-            raise UnsupportedProtocolVersion(
-                f"Unsupported protocol version {version!r}",
-                data={"supported": list(SUPPORTED_VERSIONS), "requested": version},
-            )
-        raw_caps = meta.get(META_CLIENT_CAPABILITIES)
-        if not isinstance(raw_caps, dict):
-            raise InvalidParams(
-                f"{method}: _meta[{META_CLIENT_CAPABILITIES!r}] is required in this protocol era"
-            )
-        cache = self._caps_cache
-        if cache is not None and cache[0] is raw_caps:
-            caps = cache[1]  # the same object again (in-memory zero-copy clients share theirs)
-        else:
-            try:
-                caps = msgspec.convert(raw_caps, ClientCapabilities)
-            except msgspec.ValidationError as exc:
-                raise InvalidParams(f"{method}: invalid client capabilities: {exc}") from None
-            self._caps_cache = (raw_caps, caps)
-        level = meta.get(META_LOG_LEVEL)
-        if level is not None and (not isinstance(level, str) or level not in _LEVEL_RANK):
-            raise InvalidParams(
-                f"{method}: _meta[{META_LOG_LEVEL!r}] must be one of {', '.join(LOG_LEVELS)}, not {level!r}"
-            )
-        client_info = None
-        raw_info = meta.get(META_CLIENT_INFO)
-        if isinstance(raw_info, dict):
-            cached_info = self._info_cache
-            if cached_info is not None and cached_info[0] is raw_info:
-                client_info = cached_info[1]
-            else:
-                try:
-                    client_info = msgspec.convert(raw_info, Implementation)
-                except msgspec.ValidationError:
-                    client_info = None
-                self._info_cache = (raw_info, client_info)
-        if method == "server/discover":
-            return self._discover()
-        if not method_available(method, version, sender="client"):
-            raise MethodNotFound(f"Method not found: {method} (not part of protocol {version})")
-        if method == "subscriptions/listen":
-            return await self._listen(request, version)
-        handler, params = self._resolve(request)
-        try:
-            modern = ModernRequest(
-                version=version,
-                capabilities=caps,
-                log_level=level,
-                client_info=client_info,
-                own_state=handler.own_request_state,
-                input_responses=getattr(params, "input_responses", UNSET),
-                request_state=getattr(params, "request_state", UNSET),
-                keys=self._state_keys(),
-            )
-        except RequestStateError as exc:
-            raise InvalidParams(str(exc)) from None
-        try:
-            return await handler.fn(Context(self, request, modern), params)
-        except InputNeeded as need:
-            return InputRequiredResult(input_requests=need.requests, request_state=need.state)
-        except ProtocolFailure as failure:
-            raise failure.error from None
-        except ResourceNotFound as exc:
-            # This era reports an unknown resource as invalid params.
-            raise InvalidParams(exc.message, data=exc.data) from None
-        except BaseExceptionGroup as group:
-            # A question asked from a child task arrives inside a group.
-            for leaf in _group_leaves(group):
-                if isinstance(leaf, InputNeeded):
-                    return InputRequiredResult(input_requests=leaf.requests, request_state=leaf.state)
-                if isinstance(leaf, ProtocolFailure):
-                    raise leaf.error from None
-            raise
-
-    def _state_keys(self) -> RequestStateKeys:
-        """The app's ``requestState`` keys; a random one for this process
-        when it was given none (kept on the app, so every session agrees)."""
-        keys = getattr(self.app, "request_state_keys", None)
-        if keys is None:
-            keys = RequestStateKeys.random()
-            try:
-                self.app.request_state_keys = keys  # type: ignore[attr-defined]
-            except AttributeError:
-                pass
-        return keys
-
-    def _discover(self) -> DiscoverResult:
-        instructions = self.app.instructions
-        caps = self._capabilities
-        if caps.tasks is not UNSET:  # the 2025-11-25 slot: an extension from 2026-07-28
-            caps = msgspec.structs.replace(caps, tasks=UNSET)
-        return DiscoverResult(
-            supported_versions=list(SUPPORTED_VERSIONS),
-            capabilities=caps,
-            instructions=UNSET if instructions is None else instructions,
-            meta={META_SERVER_INFO: msgspec.to_builtins(self.app.info)},
-        )
-
-    async def _listen(self, request: InboundRequest, version: str) -> Any:
-        """``subscriptions/listen``: acknowledge, then stream matching
-        notifications until the client cancels (never answered then)."""
-        try:
-            params = coerce(request.params, SubscriptionsListenRequestParams)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            raise InvalidParams(f"Invalid params for subscriptions/listen: {exc}") from None
-        wanted = params.notifications
-        honoured = SubscriptionFilter(
-            tools_list_changed=True
-            if wanted.tools_list_changed is True and _declared(self._capabilities, "tools")
-            else UNSET,
-            prompts_list_changed=True
-            if wanted.prompts_list_changed is True and _declared(self._capabilities, "prompts")
-            else UNSET,
-            resources_list_changed=True
-            if wanted.resources_list_changed is True and _declared(self._capabilities, "resources")
-            else UNSET,
-            resource_subscriptions=list(wanted.resource_subscriptions)
-            if wanted.resource_subscriptions is not UNSET and _declared(self._capabilities, "resources")
-            else UNSET,
-        )
-        sub_id = request.id
-        # Register and queue the acknowledgement in one step: a change made
-        # from now on is delivered after it, none is lost in between.
-        self._listeners[sub_id] = honoured
-        self._post(
-            "notifications/subscriptions/acknowledged",
-            {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: sub_id}},
-        )
-        try:
-            await trio.sleep_forever()
-        finally:
-            self._listeners.pop(sub_id, None)
 
     def _initialize(self, request: InboundRequest) -> Any:
         if self._initialize_answered:
@@ -603,237 +461,6 @@ class ServerSession:
         return list(result.roots)
 
 
-class Context:
-    """What a handler sees of its request and session. Never part of a tool's schema."""
-
-    __slots__ = ("modern", "request", "session", "task")
-
-    def __init__(
-        self, session: ServerSession, request: InboundRequest, modern: ModernRequest | None = None
-    ) -> None:
-        self.session = session
-        self.request = request
-        #: Per-request state of a stateless (2026-era) request, else None.
-        self.modern = modern
-        #: The task this context runs in (a ``TaskHandle``), else None.
-        self.task: Any = None
-
-    @property
-    def _detached(self) -> bool:
-        """A stateless request's task: its request was answered, nothing may travel on it."""
-        return self.task is not None and self.modern is not None
-
-    async def _ask(
-        self, request: Any, capability: str, result_type: type[_T], direct: Callable[[], Awaitable[_T]]
-    ) -> _T:
-        if self.task is not None:
-            answer: _T = await self.task.ask(request, capability, result_type, direct)
-            return answer
-        if self.modern is not None:
-            return self.modern.ask(request, capability, result_type)
-        return await direct()
-
-    @property
-    def request_id(self) -> int | str:
-        return self.request.id
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        return self.request.meta
-
-    @property
-    def method(self) -> str:
-        return self.request.method
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The request's params as plain JSON values (decoded on each use)."""
-        params = self.request.params
-        if type(params) is msgspec.Raw:
-            decoded = msgspec.json.decode(params)
-        else:
-            decoded = {} if params is UNSET or params is None else msgspec.to_builtins(params)
-        return decoded if isinstance(decoded, dict) else {}
-
-    @property
-    def request_headers(self) -> Mapping[str, str] | None:
-        """The headers of the HTTP request that carried this request (lower-case
-        names), or None when it did not come over HTTP."""
-        peer = self.session.peer
-        inline = REQUEST_HEADERS.get()
-        if inline is not None and inline[0] is peer:
-            return inline[1]
-        of = getattr(peer.stream, "request_headers", None)
-        return None if of is None else of(self.request.id)
-
-    @property
-    def auth(self) -> AccessToken | None:
-        """The verified access token this request came with (subject, scopes,
-        client id, claims), when the server checks tokens
-        (:class:`~trio_mcp.auth.resource.ResourceServer`); else None. In a
-        session's task, after its request was answered: the session's latest token."""
-        found: AccessToken | None = getattr(self.request_headers, "auth", None)
-        if found is None:
-            found = getattr(self.session.peer.stream, "auth", None)
-        return found
-
-    @property
-    def progress_token(self) -> int | str | None:
-        return self.request.progress_token
-
-    @property
-    def protocol_version(self) -> str | None:
-        return self.modern.version if self.modern is not None else self.session.protocol_version
-
-    @property
-    def client_capabilities(self) -> ClientCapabilities:
-        return self.modern.capabilities if self.modern is not None else self.session.client_capabilities
-
-    @property
-    def client_info(self) -> Implementation | None:
-        return self.modern.client_info if self.modern is not None else self.session.client_info
-
-    @property
-    def app(self) -> Any:
-        return self.session.app
-
-    @property
-    def state(self) -> Any:
-        """What the app's lifespan yielded (``None`` without a lifespan)."""
-        return getattr(self.session.app, "state", None)
-
-    async def start_task(self, work: Callable[[Context], Awaitable[Any]]) -> Any:
-        """Answer this request with a task running ``work(ctx)`` in the
-        background (a handler's ``return await ctx.start_task(work)``; the app
-        needs tasks). The request's input-required rounds may come first."""
-        from ._tasks import start_task
-
-        params = self.request.params
-        task = params.get("task", UNSET) if isinstance(params, dict) else getattr(params, "task", UNSET)
-        return await start_task(self, work, task_param=task)
-
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Report progress if the caller asked for it (else a no-op)."""
-        if self._detached:
-            return
-        await self.request.report_progress(progress, total, message)
-
-    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
-        if self._detached:
-            return
-        if self.modern is not None:
-            # Stateless era: only at or above the level this request asked for.
-            threshold = self.modern.log_level
-            if level not in _LEVEL_RANK:
-                raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
-            if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
-                return
-            params = LoggingMessageNotificationParams(
-                level=cast(LoggingLevel, level), data=data, logger=UNSET if logger is None else logger
-            )
-            await self.session.peer.notify("notifications/message", params)
-            return
-        await self.session.send_log(level, data, logger=logger)
-
-    async def debug(self, message: Any, *, logger: str | None = None) -> None:
-        await self.log("debug", message, logger=logger)
-
-    async def info(self, message: Any, *, logger: str | None = None) -> None:
-        await self.log("info", message, logger=logger)
-
-    async def warning(self, message: Any, *, logger: str | None = None) -> None:
-        await self.log("warning", message, logger=logger)
-
-    async def error(self, message: Any, *, logger: str | None = None) -> None:
-        await self.log("error", message, logger=logger)
-
-    async def sample(
-        self,
-        messages: str | list[SamplingMessage] | list[dict[str, Any]],
-        *,
-        max_tokens: int = 1000,
-        system_prompt: str | None = None,
-        temperature: float | None = None,
-        **extra: Any,
-    ) -> CreateMessageResult:
-        """Ask the client's LLM for a completion (needs the sampling capability)."""
-        if isinstance(messages, str):
-            msgs: Any = [SamplingMessage(role="user", content=TextContent(text=messages))]
-        else:
-            msgs = [
-                m if isinstance(m, SamplingMessage) else msgspec.convert(m, SamplingMessage) for m in messages
-            ]
-        fields: dict[str, Any] = {"messages": msgs, "max_tokens": max_tokens, **extra}
-        if system_prompt is not None:
-            fields["system_prompt"] = system_prompt
-        if temperature is not None:
-            fields["temperature"] = temperature
-        params = CreateMessageRequestParams(**fields)
-        return await self._ask(
-            CreateMessageRequest(params=params),
-            "sampling",
-            CreateMessageResult,
-            lambda: self.session.create_message(params),
-        )
-
-    async def elicit(self, message: str, schema: Any) -> ElicitResult:
-        """Ask the user to fill a form. ``schema`` is a flat object JSON schema
-        (dict) or a Struct / dataclass type whose fields are primitives."""
-        requested = schema if isinstance(schema, dict) else _elicitation_schema(schema)
-        params = msgspec.convert(
-            {"message": message, "requestedSchema": requested, "mode": "form"}
-            if (self.protocol_version or "") >= V2025_11_25
-            else {"message": message, "requestedSchema": requested},
-            ElicitRequestParams,
-        )
-        return await self._ask(
-            ElicitRequest(params=params),
-            _form_capability(self.client_capabilities),
-            ElicitResult,
-            lambda: self.session.elicit(params),
-        )
-
-    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
-        """Send the user to a URL (out-of-band interaction; 2025-11-25)."""
-        params = ElicitRequestParams(message=message, mode="url", url=url, elicitation_id=elicitation_id)
-        return await self._ask(
-            ElicitRequest(params=params), "elicitation.url", ElicitResult, lambda: self.session.elicit(params)
-        )
-
-    async def list_roots(self) -> list[Root]:
-        """The client's roots (needs the roots capability)."""
-        if self.task is None and self.modern is None:
-            return await self.session.list_roots()
-
-        async def direct() -> ListRootsResult:
-            return ListRootsResult(roots=await self.session.list_roots())
-
-        result: ListRootsResult = await self._ask(ListRootsRequest(), "roots", ListRootsResult, direct)
-        return result.roots
-
-
-def _form_capability(caps: ClientCapabilities) -> str:
-    """``elicitation`` declared as ``{}`` means forms; ``{url: {}}`` alone does not."""
-    elicitation = caps.elicitation
-    if elicitation is not UNSET and elicitation.form is UNSET and elicitation.url is not UNSET:
-        return "elicitation.form"
-    return "elicitation"
-
-
-def _group_leaves(group: BaseException) -> list[BaseException]:
-    if isinstance(group, BaseExceptionGroup):
-        return [leaf for inner in group.exceptions for leaf in _group_leaves(inner)]
-    return [group]
-
-
-#: Requests that exist only in the stateless era.
-_MODERN_ONLY: Final = frozenset(
-    m for m, spec in METHODS.items() if spec.kind == "request" and is_modern(spec.since)
-)
-
-
 def _uri(params: Any) -> Any:
     return params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
 
@@ -848,31 +475,3 @@ def _wants(wanted: SubscriptionFilter, method: str, params: Any) -> bool:
     if method == "notifications/resources/updated":
         return wanted.resource_subscriptions is not UNSET and _uri(params) in wanted.resource_subscriptions
     return False
-
-
-def _elicitation_schema(tp: Any) -> dict[str, Any]:
-    """A flat elicitation form schema from a Struct / dataclass / TypedDict type."""
-    (schema,), components = msgspec.json.schema_components([tp], ref_template="{name}")
-    if "$ref" in schema:
-        schema = components[schema["$ref"]]
-    props: dict[str, Any] = {}
-    for name, prop in schema.get("properties", {}).items():
-        prop = dict(prop)
-        if "$ref" in prop:  # enums are components
-            prop = {**components[prop.pop("$ref")], **prop}
-        if prop.get("title") == name:
-            prop.pop("title")
-        if "enum" in prop and "type" not in prop:
-            values = prop["enum"]
-            if not all(isinstance(v, str) for v in values):
-                raise TypeError(f"elicitation field {name!r}: enum values must be strings")
-            prop["type"] = "string"
-        if prop.get("type") not in ("string", "number", "integer", "boolean") and not (
-            prop.get("type") == "array" and isinstance(prop.get("items"), dict)
-        ):
-            raise TypeError(f"elicitation field {name!r} must be a primitive (str, int, float, bool, enum)")
-        props[name] = prop
-    out: dict[str, Any] = {"type": "object", "properties": props}
-    if schema.get("required"):
-        out["required"] = list(schema["required"])
-    return out

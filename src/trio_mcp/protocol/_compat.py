@@ -360,12 +360,11 @@ def adapt(obj: Any, version: str) -> Any:
         return obj
     cls = type(obj)
     if (
-        cls is CallToolResult  # the commonest result, unchanged from 2025-06-18 on when it has
-        and version >= V2025_06_18  # no 2026-only field and object (or no) structured content
-        and obj.result_type is UNSET
+        cls is CallToolResult  # the commonest result: from 2025-06-18 on, with object (or no)
+        and version >= V2025_06_18  # structured content, only its 2026-only field goes
         and (obj.structured_content is UNSET or type(obj.structured_content) is dict)
     ):
-        return obj
+        return obj if obj.result_type is UNSET else replace(obj, result_type=UNSET)
     rule = _adapter(cls)
     return obj if rule is None else rule(obj, version)
 

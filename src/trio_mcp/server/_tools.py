@@ -177,13 +177,18 @@ class ToolRegistry(Registry):
     async def _run_tool(self, entry: ToolEntry, params: CallToolRequestParams, ctx: Context) -> Any:
         arguments = None if params.arguments is UNSET else params.arguments
         try:
-            value = await self._invoke(entry.spec, arguments, ctx, entry.inline)
+            # (_invoke, unrolled: the hot path of every tools/call)
+            value = await entry.spec.call(
+                arguments, ctx, limiter=None if entry.inline else self.thread_limiter
+            )
         except ToolArgumentError as exc:
             return _tool_error(f"Invalid arguments for tool {params.name!r}: {exc}")
         except Exception as exc:  # a tool failure is a result, never a dead session
             if isinstance(exc, McpError) and ctx.task is not None:
                 raise  # a protocol error in a task: the task failed (tasks/get shows the error)
             return _tool_error(f"Tool {params.name!r} failed: {describe(exc)}")
+        if type(value) is str and entry.output is None:
+            return CallToolResult(content=[TextContent(text=value)])  # to_tool_result's, at once
         if isinstance(value, (TaskCreated, CreateTaskResult)):
             return value  # the tool started a task itself (task_start="tool")
         if entry.output is not None and not isinstance(value, CallToolResult):

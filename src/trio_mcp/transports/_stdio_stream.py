@@ -100,6 +100,7 @@ class StdioStream:
         self._scan = 0  # no newline in _rbuf before this offset
         self._skipping = False  # inside an overlong line
         self._eof = False
+        self._drained = False  # the last read did not fill a chunk: wait before the next
         self._read_scope: trio.CancelScope | None = None
         self._read_deadline = math.inf
         self._failure: str | None = None  # receive raises TransportError(_failure)
@@ -242,29 +243,35 @@ class StdioStream:
         )
 
     async def _fill(self) -> None:
-        """Read more bytes into the buffer, or set ``_eof``."""
+        """Read more bytes into the buffer, or set ``_eof``. After a read that
+        did not fill a whole chunk the input was drained: the next fill waits
+        for input before it reads (no read that would only say EAGAIN)."""
+        drained, self._drained = self._drained, False
         while True:
             if self._closed:
                 raise trio.EndOfChannel
             if self._failure is not None:
                 raise TransportError(self._failure)
-            try:
-                if self._rsock is not None:
-                    data = self._rsock.recv(self._read_chunk, socket.MSG_DONTWAIT)
+            if not drained:
+                try:
+                    if self._rsock is not None:
+                        data = self._rsock.recv(self._read_chunk, socket.MSG_DONTWAIT)
+                    else:
+                        data = os.read(self._rfd, self._read_chunk)
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    self._failure = f"{self.name}: read failed: {exc}"
+                    raise TransportError(self._failure) from None
                 else:
-                    data = os.read(self._rfd, self._read_chunk)
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                self._failure = f"{self.name}: read failed: {exc}"
-                raise TransportError(self._failure) from None
-            else:
-                if data:
-                    self._rbuf += data
-                    self._bytes_in += len(data)
-                else:
-                    self._eof = True
-                return
+                    if data:
+                        self._rbuf += data
+                        self._bytes_in += len(data)
+                        self._drained = len(data) < self._read_chunk
+                    else:
+                        self._eof = True
+                    return
+            drained = False
             if not self._stoppable_reads:
                 # Closing the fd (notify_closing) is what ends this wait.
                 await self._wait_readable()
@@ -302,13 +309,27 @@ class StdioStream:
     async def send_batch(self, messages: list[Any]) -> None:
         """Send several messages, one line each, with one write (the peer
         gathers the answers ready in one scheduling turn). An error encoding
-        any of them is raised before anything is written."""
+        any of them is raised before anything is written.
+
+        Unlike :meth:`send`, no schedule point of its own when nobody else is
+        sending and the whole write goes out at once: its callers (the peer's
+        answer writer and handler workers) yield on their own schedule, and a
+        yield here would cost a scheduling round per answer."""
         await self._send(messages, None, batch=True)
 
     async def _send(self, message: Any, raw: bytes | None, *, batch: bool = False) -> None:
         if self._closed:
             raise TransportClosed(f"{self.name}: stream closed")
-        async with self._send_lock:
+        lock = self._send_lock
+        if batch:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                lock.acquire_nowait()
+            except trio.WouldBlock:
+                await lock.acquire()
+        else:
+            await lock.acquire()
+        try:
             if self._closed or self._wfd < 0:
                 raise TransportClosed(self._write_closed_reason())
             if self._write_error is not None:
@@ -323,6 +344,8 @@ class StdioStream:
             else:
                 buf += raw
             await self._write_all(buf, len(message) if batch else 1)
+        finally:
+            lock.release()
 
     async def _write_all(self, buf: bytearray, frames: int = 1) -> None:
         with memoryview(buf) as view:

@@ -1,0 +1,204 @@
+"""A peer's outbound calls: requests (with their cancellation and progress),
+notifications, ``ping``, and requests served inline by an in-memory other
+end. A mixin of :class:`~._peer.Peer`, which owns the state named below."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from ..protocol import ConnectionClosed, Notification, Request, encode
+from ..transports import MessageStream, TransportError
+from ._peer_calls import ProgressCallback, _answer, _progress_of, _Reply, _with_progress_token
+from ._peer_limits import PeerLimits
+from ._peer_pool import _INLINE_SINK, InlineServer
+
+log = logging.getLogger("trio_mcp.peer")
+
+#: Requests never served inline (see :meth:`_Outbound.request`): ``initialize``
+#: starts the session, ``subscriptions/listen`` is a stream, not a call.
+ALWAYS_FRAMED: Final = frozenset({"initialize", "subscriptions/listen"})
+
+#: Requests a peer's ``notifications/cancelled`` never interrupts.
+NON_CANCELLABLE: Final = frozenset({"initialize"})
+
+
+class _Outbound:
+    """The calling half of a :class:`~._peer.Peer` (see the module doc)."""
+
+    name: str
+    stream: MessageStream
+    limits: PeerLimits
+    _can_inline: bool
+    _closed_reason: str | None
+    _next_id: int
+    _pending: dict[int | str, _Reply]
+    _progress: dict[int | str, _Reply]
+    _gathers: bool
+    _write_failure: str | None
+    _requests: list[tuple[int | str, msgspec.Raw]]
+
+    if TYPE_CHECKING:  # the handler pool's and the Peer's
+
+        def _wake_writer(self) -> None: ...
+
+        def _notification(self, note: Notification) -> None: ...
+
+    async def request(
+        self,
+        method: str,
+        params: Any = UNSET,
+        *,
+        result_type: Any = None,
+        on_progress: ProgressCallback | None = None,
+        cancellable: bool = True,
+        stateless: bool = False,
+    ) -> Any:
+        """Send a request and wait for its answer.
+
+        Deadlines come from the caller's cancel scope. A call cancelled after
+        it was sent tells the peer with ``notifications/cancelled`` (unless
+        ``cancellable`` is false or the method is in :data:`NON_CANCELLABLE`).
+        ``on_progress`` runs in the caller's task for each progress
+        notification, in order, before the answer is returned.
+        ``result_type`` decodes the result (else it is returned raw); an error
+        answer raises the matching :class:`McpError`.
+
+        Over a stream with ``send_batch`` (stdio), a request made while other
+        calls are out is encoded here and written by the answer writer with
+        everything else ready in this scheduling turn (one write); cancelled
+        before that write, it is never sent.
+
+        A transport that can have the other end serve a request in this task
+        (an ``"inline"`` in-memory pair) then does, with no frames and no task
+        switch: always when ``stateless`` says the request depends on no
+        earlier message (a 2026-era request), otherwise (but for
+        :data:`ALWAYS_FRAMED`) when nothing sent before it is still queued there.
+        The handler's notifications reach this peer in order, before the
+        answer, and cancelling the caller cancels the handler.
+        """
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        if self._can_inline:
+            if stateless:
+                serve = self.stream.inline  # type: ignore[attr-defined]
+            else:
+                serve = None if method in ALWAYS_FRAMED else self.stream.inline_in_order  # type: ignore[attr-defined]
+            if serve is not None:
+                return await self._request_inline(serve, method, params, result_type, on_progress)
+        ident = self._next_id
+        self._next_id = ident + 1
+        reply = _Reply()
+        if on_progress is not None:
+            params = _with_progress_token(params, ident)
+            reply.progress = deque()
+            self._progress[ident] = reply
+        self._pending[ident] = reply
+        # The initialize request is never cancelled (MCP lifecycle).
+        cancellable = cancellable and method not in NON_CANCELLABLE
+        sent = False
+        line: Any = None
+        try:
+            request = Request(id=ident, method=method, params=params)
+            if self._gathers and len(self._pending) > 1 and self._write_failure is None:
+                # Other calls are out: the answer writer sends this one with
+                # whatever else is ready in this scheduling turn (one write).
+                # Encoded here, so an unencodable request fails its caller.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                line = (ident, msgspec.Raw(encode(request)))
+                self._requests.append(line)
+                self._wake_writer()
+            else:
+                await self.stream.send(request)
+            sent = True
+            if on_progress is None:
+                msg = await reply.wait()
+            else:
+                msg = await reply.wait_reporting(on_progress, self.name)
+        except trio.Cancelled:
+            if line is not None and line in self._requests:
+                self._requests.remove(line)  # never written: as if never sent
+                sent = False
+            if sent and cancellable and reply.value is None and self._closed_reason is None:
+                await self._send_cancelled(ident, "cancelled by the caller")
+            raise
+        except TransportError as exc:
+            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
+        finally:
+            self._pending.pop(ident, None)
+            if on_progress is not None:
+                self._progress.pop(ident, None)
+        return _answer(msg, method, result_type)
+
+    async def _request_inline(
+        self,
+        serve: InlineServer,
+        method: str,
+        params: Any,
+        result_type: Any,
+        on_progress: ProgressCallback | None,
+    ) -> Any:
+        """Have the other end serve a request in this task (see :meth:`request`)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        ident = self._next_id
+        self._next_id = ident + 1
+        if on_progress is not None:
+            params = _with_progress_token(params, ident)
+
+        async def sink(note: Notification) -> None:
+            # The handler's notifications, in its (our) task: progress for
+            # this call goes to on_progress, the rest to our dispatcher.
+            if on_progress is not None and note.method == "notifications/progress":
+                parsed = _progress_of(note.params)
+                if parsed is not None and parsed[0] == ident and parsed[1] is not None:
+                    try:
+                        await on_progress(*parsed[1])
+                    except Exception:
+                        log.exception("%s: progress callback failed", self.name)
+                    return
+            if self._closed_reason is None:
+                self._notification(note)
+
+        try:
+            msg = await serve(Request(id=ident, method=method, params=params), sink)
+        except TransportError as exc:
+            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        # A schedule point, as every call has (a handler that never awaits
+        # makes none): a loop of calls stays fair to the other tasks.
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return _answer(msg, method, result_type)
+
+    async def _send_cancelled(self, ident: int | str, reason: str) -> None:
+        with trio.move_on_after(self.limits.cancel_send_timeout, shield=True):
+            try:
+                await self.stream.send(
+                    Notification(
+                        method="notifications/cancelled", params={"requestId": ident, "reason": reason}
+                    )
+                )
+            except TransportError:
+                pass
+
+    async def notify(self, method: str, params: Any = UNSET) -> None:
+        """Send a notification (waits only for transport backpressure)."""
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        inline = _INLINE_SINK.get()
+        if inline is not None and inline[0] is self:
+            # Serving a request in its caller's task: straight to the caller.
+            await inline[1](Notification(method=method, params=params))
+            return
+        try:
+            await self.stream.send(Notification(method=method, params=params))
+        except TransportError as exc:
+            raise ConnectionClosed(f"connection closed: {exc.reason}") from None
+
+    async def ping(self) -> None:
+        await self.request("ping")
