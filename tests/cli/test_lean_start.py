@@ -40,6 +40,7 @@ NEVER = (
     "trio_websocket",
     "wsproto",
     "importlib.metadata",
+    "mimetypes",
     "trio_mcp.serving",
     "trio_mcp.auth",
     "trio_mcp.gateway",
