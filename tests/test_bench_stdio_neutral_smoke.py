@@ -77,6 +77,9 @@ def test_bench_stdio_neutral_reports_every_row_and_ratio() -> None:
         for value in per.values():
             assert set(value["rounds"]) == {"1"} and value["median"] > 0, value
 
+    # one round: every server's run-to-run spread is there, and nothing to spread over
+    assert doc["summary"]["calls_per_s_spread"] == {impl: dict.fromkeys(LABELS, 0.0) for impl in IMPLS}
+
     above = doc["summary"]["ceiling_above_every_server"]  # reported, not asserted: a timing
     assert set(above) == LABELS and all(isinstance(v, bool) for v in above.values()), above
 
@@ -95,6 +98,9 @@ def test_bench_stdio_neutral_text_report_names_load_spawn_and_ratios() -> None:
     assert "load average (1 min) per round: round 1 " in out
     assert "the driver's ceiling (node-echo) above every server's calls/s in every round: seq " in out
     assert "spawn -> initialized, median: trio-mcp " in out and "server peak RSS MB: trio-mcp " in out
+    assert re.search(
+        r"^run-to-run spread of calls/s .*: trio-mcp seq 0%, c64 0%; node-echo ", out, re.MULTILINE
+    )
     for rows in ("seq", "c64"):
         assert re.search(rf"^calls_per_s ours/ceiling +{rows} +[0-9.]+ +[0-9.]+$", out, re.MULTILINE), out
     assert "ours/ts" not in out.split("ratios of calls/s")[1].split("issue 17")[0]
@@ -107,3 +113,20 @@ def test_bench_stdio_neutral_trio_floor_answers_like_a_server() -> None:
     for name in ("floor/ts", "ours/floor"):
         for rows in ("seq", "c64"):
             assert re.search(rf"^calls_per_s {name} +{rows} +[0-9.]+ +[0-9.]+$", out, re.MULTILINE), out
+
+
+def test_the_spread_is_the_largest_round_over_the_smallest() -> None:
+    import bench_stdio_neutral
+
+    rows = [
+        {"impl": "trio-mcp", "concurrency": 64, "round": 1, "calls_per_s": 10_000.0},
+        {"impl": "trio-mcp", "concurrency": 64, "round": 2, "calls_per_s": 12_000.0},
+        {"impl": "trio-mcp", "concurrency": 64, "round": 3, "calls_per_s": 11_000.0},
+        {"impl": "trio-mcp", "concurrency": 1, "round": 1, "calls_per_s": 4_000.0},
+        {"impl": "ts-sdk", "concurrency": 64, "round": 1, "calls_per_s": 20_000.0},
+        {"impl": "ts-sdk", "concurrency": 64, "round": 2, "calls_per_s": 25_000.0},
+    ]
+    assert bench_stdio_neutral.round_spread(rows) == {
+        "trio-mcp": {"c64": 0.2, "seq": 0.0},
+        "ts-sdk": {"c64": 0.25},
+    }

@@ -505,29 +505,29 @@ class ClientSession:
         return known
 
     @overload
-    async def _call(
+    def _call(
         self, method: str, params: Any, result_type: type[_R], on_progress: ProgressCallback | None = None
-    ) -> _R: ...
+    ) -> Awaitable[_R]: ...
     @overload
-    async def _call(
+    def _call(
         self, method: str, params: Any, result_type: None, on_progress: ProgressCallback | None = None
-    ) -> Any: ...
-    async def _call(
+    ) -> Awaitable[Any]: ...
+    def _call(
         self,
         method: str,
         params: Any,
         result_type: type[_R] | None,
         on_progress: ProgressCallback | None = None,
-    ) -> Any:
+    ) -> Awaitable[Any]:
+        # Not a coroutine: its caller awaits the peer's request itself (one
+        # frame less to create, and to pass through at each resumption).
         if not self.supports(method):
             raise MethodNotFound(
                 f"the server did not declare the {METHOD_CAPABILITY[method]!r} capability needed for {method}"
             )
         if self.era != "modern":
-            answer = await self.peer.request(method, params, result_type=result_type, on_progress=on_progress)
-        else:
-            answer = await self._call_modern(method, params, result_type, on_progress)
-        return answer
+            return self.peer.request(method, params, result_type=result_type, on_progress=on_progress)
+        return self._call_modern(method, params, result_type, on_progress)
 
     async def _call_through_middleware(
         self, method: str, params: Any, result_type: Any, on_progress: ProgressCallback | None = None

@@ -57,20 +57,20 @@ class _Reply:
             trio.lowlevel.reschedule(task, outcome.Value(None))
         return True
 
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        self.task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
     async def _park(self) -> Any:
         self.task = trio.lowlevel.current_task()
-
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            self.task = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        return await trio.lowlevel.wait_task_rescheduled(abort)
+        return await trio.lowlevel.wait_task_rescheduled(self._abort)
 
     async def wait(self) -> Any:
         if self.value is not None:
             await trio.lowlevel.checkpoint()
             return self.value.unwrap()
-        return await self._park()
+        self.task = trio.lowlevel.current_task()  # parked here: one frame less than _park
+        return await trio.lowlevel.wait_task_rescheduled(self._abort)
 
     async def wait_reporting(self, callback: ProgressCallback, name: str) -> Any:
         queue = self.progress

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ._arguments import coerce_value
 from ._serve import serving_options
@@ -36,9 +37,22 @@ def _version() -> str:
         return "unknown"
 
 
-def _parser() -> argparse.ArgumentParser:
-    from ._client import add_client_verbs
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for
+    (``importlib.metadata`` is a tenth of a server's start-up otherwise)."""
 
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(f"trio-mcp {_version()}")
+        parser.exit()
+
+
+def _parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """The command line's parser; ``serve_only``: only the ``run`` command
+    (``trio-mcp run`` then starts without importing the client, bench and
+    gateway commands)."""
     parser = argparse.ArgumentParser(
         prog="trio-mcp",
         description="The Model Context Protocol on trio: serve, supervise, and talk to MCP servers.",
@@ -46,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         "stdio server. Exit codes: 0 ok, 1 the tool answered isError, 2 usage error, 3 the server "
         "answered an error, 4 connection failure, 5 --timeout ran out.",
     )
-    parser.add_argument("--version", action="version", version=f"trio-mcp {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = sub.add_parser("demo", help="run an embedded server and client, printing what they exchange")
     demo.add_argument("--calls", type=int, default=2000, help="tools/call round trips to time at the end")
@@ -54,8 +68,12 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="serve a server object from a Python file")
     run.add_argument("app", metavar="FILE.py[:OBJ]")
     serving_options(run)
-    add_client_verbs(sub)
+    if serve_only:
+        return parser
     from ._bench import add_bench_parser
+    from ._client import add_client_verbs
+
+    add_client_verbs(sub)
     from ._gateway_cmd import add_gateway_parser
 
     add_bench_parser(sub)
@@ -81,16 +99,18 @@ def _demo_server_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     words, command = _split(raw)
-    from ._client import CLIENT_VERBS, parse_client_verb, run_client_verb
-
     if words[:1] == ["serve-worker"]:  # internal: a process of 'run/gateway --workers N'
         args = argparse.Namespace(command="serve-worker")
     elif words[:1] == ["demo-server"]:
         args = _demo_server_parser().parse_args(words[1:])
         args.command = "demo-server"
-    elif words[:1] and words[0] in CLIENT_VERBS:
-        return run_client_verb(parse_client_verb(words[0], words[1:]), command)
+    elif words[:1] == ["run"]:  # a server's start-up: no client, bench or gateway code
+        args = _parser(serve_only=True).parse_args(words)
     else:
+        from ._client import CLIENT_VERBS, parse_client_verb, run_client_verb
+
+        if words[:1] and words[0] in CLIENT_VERBS:
+            return run_client_verb(parse_client_verb(words[0], words[1:]), command)
         args = _parser().parse_args(words)
     import trio
 

@@ -8,14 +8,16 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import trio
 
 from .._util import collapse_groups
-from ..actors._client import ClientSession, open_session
 from ..transports import TransportError
+
+if TYPE_CHECKING:  # the client is imported when a target is opened: `run` serves without it
+    from ..actors._client import ClientSession
 
 __all__ = ["APP_NAMES", "TargetError", "load_app", "open_target", "transport_factory"]
 
@@ -83,6 +85,8 @@ def transport_factory(target: Sequence[str], *, headers: dict[str, str] | None =
 @asynccontextmanager
 async def open_target(target: Sequence[str], **client_options: Any) -> AsyncIterator[ClientSession]:
     """An initialized client session with the server ``target`` names."""
+    from ..actors._client import open_session
+
     factory = transport_factory(target)
     with collapse_groups(causes=(TransportError,)):
         async with trio.open_nursery() as nursery:

@@ -23,7 +23,6 @@ has an output schema (see :func:`trio_mcp.server._schema.output_schema_for`).
 from __future__ import annotations
 
 import base64
-import mimetypes
 import os
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -144,7 +143,11 @@ class _Media:
             return self.mime_type
         if not isinstance(self.data, (bytes, bytearray, memoryview)):
             suffix = os.path.splitext(os.fspath(self.data))[1].lower()
-            guessed = _SUFFIX_MIME.get(suffix) or mimetypes.guess_type(os.fspath(self.data))[0]
+            guessed = _SUFFIX_MIME.get(suffix)
+            if guessed is None:
+                import mimetypes  # on first use: most servers never guess a type
+
+                guessed = mimetypes.guess_type(os.fspath(self.data))[0]
             if guessed:
                 return guessed
         return _sniff(data, self._kind) or OCTET_STREAM

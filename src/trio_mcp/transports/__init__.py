@@ -10,17 +10,10 @@ from typing import TYPE_CHECKING
 
 from ._base import RELATED_REQUEST, MessageStream, TransportClosed, TransportError
 from .memory import MemoryStream, memory_pair
-from .stdio import (
-    DEFAULT_MAX_LINE_BYTES,
-    StdioExit,
-    StdioServerParameters,
-    StdioStartError,
-    StdioStream,
-    StdioTransport,
-    stdio_server_stream,
-)
+from .stdio import DEFAULT_MAX_LINE_BYTES, StdioStream, stdio_server_stream
 
-#: Names served lazily from the network transports (their imports cost ~100 ms).
+#: Names served lazily: the network transports (their imports cost ~100 ms) and
+#: the client side of stdio (a stdio server process needs only the stream).
 _LAZY = {
     "StreamableHttpTransport": "http",
     "HttpClientSettings": "http",
@@ -31,9 +24,18 @@ _LAZY = {
     "WebSocketServer": "websocket",
     "WebSocketServerSettings": "websocket",
     "WebSocketTransport": "websocket",
+    # the client side of stdio: a server process never needs it
+    "StdioExit": "_stdio_client",
+    "StdioServerParameters": "_stdio_client",
+    "StdioStartError": "_stdio_client",
+    "StdioTransport": "_stdio_client",
 }
 
 if TYPE_CHECKING:  # what type checkers see of the names imported on first use
+    from ._stdio_client import StdioExit as StdioExit
+    from ._stdio_client import StdioServerParameters as StdioServerParameters
+    from ._stdio_client import StdioStartError as StdioStartError
+    from ._stdio_client import StdioTransport as StdioTransport
     from .http import (
         HttpClientSettings as HttpClientSettings,
     )
@@ -84,9 +86,5 @@ __all__ = [
     "memory_pair",
     "StdioStream",
     "stdio_server_stream",
-    "StdioServerParameters",
-    "StdioTransport",
-    "StdioStartError",
-    "StdioExit",
     "DEFAULT_MAX_LINE_BYTES",
 ]

@@ -53,8 +53,8 @@ import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-from ._stdio_client import StdioExit, StdioServerParameters, StdioStartError, StdioTransport
 from ._stdio_stream import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_READ_CHUNK,
@@ -62,6 +62,24 @@ from ._stdio_stream import (
     SAFE_ENV_VARS,
     StdioStream,
 )
+
+if TYPE_CHECKING:  # the client side, imported on first use (a server process never needs it)
+    from ._stdio_client import StdioExit, StdioServerParameters, StdioStartError, StdioTransport
+
+#: The client side's names, served from ``_stdio_client`` on first use: a
+#: server process imports this module for :func:`stdio_server_stream` only.
+_CLIENT_NAMES = frozenset({"StdioExit", "StdioServerParameters", "StdioStartError", "StdioTransport"})
+
+
+def __getattr__(name: str) -> object:
+    if name not in _CLIENT_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _stdio_client
+
+    value = getattr(_stdio_client, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
