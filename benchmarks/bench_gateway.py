@@ -12,6 +12,9 @@ process and two more stdio hops, through the gateway's forwarding path.
 ``relay``: the same client spawns ``servers/trio_relay.py`` in front of the
 server, a trio process that relays bytes and understands none of them: the
 floor of any gateway written on trio (a read and a write each way).
+``gateway-baseline`` (with ``--baseline SRC``, another checkout's ``src``, e.g.
+``git archive main src | tar -x -C /tmp/main``): the gateway process running
+that checkout's code, for before/after ratios in one run.
 Each row runs one caller (``seq``) or ``--concurrency`` callers in flight for
 ``--seconds`` after a warm-up, each in a fresh set of processes; the rows are
 interleaved over ``--rounds`` (which kind goes first rotates), so all three
@@ -54,7 +57,9 @@ from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
 BENCH = "gateway"
 SERVER = HERE / "servers" / "trio_echo_server.py"
 RELAY = HERE / "servers" / "trio_relay.py"
-KINDS = ("direct", "gateway", "relay")
+KINDS: tuple[str, ...] = ("direct", "gateway", "relay")
+#: Another checkout's ``src`` (``--baseline``): its gateway is the ``gateway-baseline`` row.
+BASELINE: Path | None = None
 
 
 def _children(parent: int) -> list[int]:
@@ -85,11 +90,14 @@ async def session(kind: str, config: Path) -> AsyncIterator[tuple[ClientSession,
         params = StdioServerParameters(command=sys.executable, args=relay, name="relay")
         tool = "echo"
     else:
+        # gateway-baseline: the gateway process imports trio_mcp from --baseline (its server does not).
+        env = {"PYTHONPATH": str(BASELINE)} if kind == "gateway-baseline" else {}
         params = StdioServerParameters(
             command=sys.executable,
             args=("-m", "trio_mcp.cli", "gateway", str(config), "-t", "stdio", "--no-watch"),
             name="gateway",
             close_grace=10.0,
+            env=env,
         )
         tool = "echo__echo"
     transport = StdioTransport(params)
@@ -173,7 +181,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             for kind in KINDS
         }
         entry: dict[str, Any] = {f"{kind}_calls_per_s": medians[kind] for kind in KINDS}
-        for proxy in ("gateway", "relay"):
+        for proxy in KINDS[1:]:
             entry[f"{proxy}_ratio"] = round(medians[proxy] / medians["direct"], 2)
             entry[f"{proxy}_ratio_per_round"] = [
                 round(g["calls_per_s"] / d["calls_per_s"], 2)
@@ -198,8 +206,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds per row (default 3)")
     parser.add_argument("--concurrency", type=int, default=64, help="callers in flight (default 64)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="src of another checkout: adds its gateway as the gateway-baseline row",
+    )
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
-    trio.run(main, parse(sys.argv[1:]))
+    options = parse(sys.argv[1:])
+    if options.baseline is not None:
+        BASELINE = options.baseline.resolve()
+        KINDS = (*KINDS, "gateway-baseline")
+    trio.run(main, options)
