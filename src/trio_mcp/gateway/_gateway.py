@@ -25,7 +25,10 @@ Each server's filters (:class:`Filters`, from its configuration entry) hide
 tools, prompts and resources from the lists, and a hidden name is unknown on
 call. A tool call is forwarded as a proxy does: the arguments and the result
 pass through as the JSON they arrived as (``msgspec.Raw``), never decoded
-and re-encoded here.
+and re-encoded here. A session served by :meth:`Gateway.serve` or
+``start_session`` (stdio, WebSocket, in-memory) takes a plain call on the
+forwarding path of :mod:`._forward` (in its read loop, no handler worker);
+the rest, and sessions with middleware, on the handler path below.
 
 Failures reach the caller quickly as typed errors, never as a hang: a tool
 call whose server is down, gives up mid-call or does not answer within
