@@ -9,9 +9,15 @@ tool). ``direct``: a trio-mcp client spawns it and calls ``echo`` over its
 stdin/stdout. ``gateway``: the same client spawns ``trio-mcp gateway FILE -t
 stdio`` whose file lists that server, and calls ``echo__echo``: one more
 process and two more stdio hops, through the gateway's forwarding path.
+``relay``: the same client spawns ``servers/trio_relay.py`` in front of the
+server, a trio process that relays bytes and understands none of them: the
+floor of any gateway written on trio (a read and a write each way).
+``gateway-baseline`` (with ``--baseline SRC``, another checkout's ``src``, e.g.
+``git archive main src | tar -x -C /tmp/main``): the gateway process running
+that checkout's code, for before/after ratios in one run.
 Each row runs one caller (``seq``) or ``--concurrency`` callers in flight for
-``--seconds`` after a warm-up, each in a fresh pair of processes; the rows are
-interleaved over ``--rounds`` (direct and gateway alternate first), so both
+``--seconds`` after a warm-up, each in a fresh set of processes; the rows are
+interleaved over ``--rounds`` (which kind goes first rotates), so all three
 see the same machine. The client speaks the handshake era (what the gateway
 speaks to its servers).
 
@@ -20,9 +26,10 @@ or the gateway and its server) and of the client, read from ``/proc``: unlike
 calls/s, it does not depend on how long a process waited for a core.
 
 Output: a table per round, one JSON line per row, and a summary JSON line
-with the median calls/s of each row over the rounds, the gateway/direct
-ratios (1.0: the gateway costs nothing; the issue's target is >= 0.7) and the
-load average before and after (the machine is shared: read the ratios).
+with the median calls/s of each row over the rounds, the gateway/direct and
+relay/direct ratios (1.0: it costs nothing; the issue's target for the
+gateway is >= 0.7), the CPU per call each adds to the server's, and the load
+average before and after (the machine is shared: read the ratios).
 """
 
 from __future__ import annotations
@@ -49,6 +56,10 @@ from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
 
 BENCH = "gateway"
 SERVER = HERE / "servers" / "trio_echo_server.py"
+RELAY = HERE / "servers" / "trio_relay.py"
+KINDS: tuple[str, ...] = ("direct", "gateway", "relay")
+#: Another checkout's ``src`` (``--baseline``): its gateway is the ``gateway-baseline`` row.
+BASELINE: Path | None = None
 
 
 def _children(parent: int) -> list[int]:
@@ -74,12 +85,19 @@ async def session(kind: str, config: Path) -> AsyncIterator[tuple[ClientSession,
     if kind == "direct":
         params = StdioServerParameters(command=sys.executable, args=(str(SERVER),), name="echo")
         tool = "echo"
+    elif kind == "relay":
+        relay = (str(RELAY), sys.executable, str(SERVER))
+        params = StdioServerParameters(command=sys.executable, args=relay, name="relay")
+        tool = "echo"
     else:
+        # gateway-baseline: the gateway process imports trio_mcp from --baseline (its server does not).
+        env = {"PYTHONPATH": str(BASELINE)} if kind == "gateway-baseline" else {}
         params = StdioServerParameters(
             command=sys.executable,
             args=("-m", "trio_mcp.cli", "gateway", str(config), "-t", "stdio", "--no-watch"),
             name="gateway",
             close_grace=10.0,
+            env=env,
         )
         tool = "echo__echo"
     transport = StdioTransport(params)
@@ -132,7 +150,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(SERVER)]}}})
         )
         for r in range(args.rounds):
-            kinds = ("direct", "gateway") if r % 2 == 0 else ("gateway", "direct")
+            kinds = KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]
             round_rows = []
             for concurrency in (1, args.concurrency):
                 for kind in kinds:
@@ -151,24 +169,32 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     for concurrency in (1, args.concurrency):
         medians = {}
-        for kind in ("direct", "gateway"):
+        for kind in KINDS:
             values = [r["calls_per_s"] for r in rows if r["impl"] == kind and r["concurrency"] == concurrency]
             medians[kind] = round(statistics.median(values), 1)
-        per_round = [
-            round(g["calls_per_s"] / d["calls_per_s"], 2)
-            for g in rows
-            for d in rows
-            if g["impl"] == "gateway"
-            and d["impl"] == "direct"
-            and g["concurrency"] == d["concurrency"] == concurrency
-            and g["round"] == d["round"]
-        ]
-        summary[label(concurrency)] = {
-            "direct_calls_per_s": medians["direct"],
-            "gateway_calls_per_s": medians["gateway"],
-            "ratio": round(medians["gateway"] / medians["direct"], 2),
-            "ratio_per_round": per_round,
+        cpu = {
+            kind: statistics.median(
+                r["servers_cpu_us_per_call"]
+                for r in rows
+                if r["impl"] == kind and r["concurrency"] == concurrency
+            )
+            for kind in KINDS
         }
+        entry: dict[str, Any] = {f"{kind}_calls_per_s": medians[kind] for kind in KINDS}
+        for proxy in KINDS[1:]:
+            entry[f"{proxy}_ratio"] = round(medians[proxy] / medians["direct"], 2)
+            entry[f"{proxy}_ratio_per_round"] = [
+                round(g["calls_per_s"] / d["calls_per_s"], 2)
+                for g in rows
+                for d in rows
+                if g["impl"] == proxy
+                and d["impl"] == "direct"
+                and g["concurrency"] == d["concurrency"] == concurrency
+                and g["round"] == d["round"]
+            ]
+            # What the proxy process adds per call: its side's CPU less the server's alone.
+            entry[f"{proxy}_added_cpu_us_per_call"] = round(cpu[proxy] - cpu["direct"], 1)
+        summary[label(concurrency)] = entry
     summary["loadavg_before"] = load_before
     summary["loadavg_after"] = load_average()
     json_line(summary)
@@ -180,8 +206,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds per row (default 3)")
     parser.add_argument("--concurrency", type=int, default=64, help="callers in flight (default 64)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="src of another checkout: adds its gateway as the gateway-baseline row",
+    )
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
-    trio.run(main, parse(sys.argv[1:]))
+    options = parse(sys.argv[1:])
+    if options.baseline is not None:
+        BASELINE = options.baseline.resolve()
+        KINDS = (*KINDS, "gateway-baseline")
+    trio.run(main, options)

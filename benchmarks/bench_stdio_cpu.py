@@ -21,14 +21,17 @@ only on a busy machine). Targets, one process each, rotated over the rounds:
 * ``trio-mcp``: ``servers/trio_echo_server.py`` (project venv);
 * ``ts-sdk``: ``drivers/ts_stdio_server.mjs`` (Node, the pinned TypeScript SDK);
 * ``gateway``: ``trio-mcp gateway FILE -t stdio`` in front of ``trio_echo_server.py``;
+* ``relay``: ``servers/trio_relay.py`` in front of ``trio_echo_server.py``: bytes
+  relayed by trio, nothing parsed (the floor of any trio gateway);
+* ``gateway-baseline``: ``gateway`` with ``trio_mcp`` from ``--baseline SRC``;
 * ``baseline``: ``trio_echo_server.py`` importing ``trio_mcp`` from ``--baseline SRC``
   (another checkout's ``src``, e.g. ``git archive main src | tar -x -C /tmp/main``):
   before/after comparisons in one run.
 
 ``--profile DIR`` runs our server under cProfile (one ``.prof`` file per
 concurrency, over the measured calls only) and prints the call counts per
-request; ``--callgrind`` runs our server under ``valgrind --tool=callgrind``
-twice per concurrency (``--calls`` and twice that many measured calls) and
+request; ``--callgrind`` runs our server (and the ``gateway`` or ``relay`` process, not
+its server) under ``valgrind --tool=callgrind`` twice per concurrency (``--calls`` and twice that many measured calls) and
 prints the instructions per call (the difference of the two, so start-up
 cancels out): the steadiest figure of all, independent of the machine's load.
 """
@@ -164,7 +167,7 @@ class Driver:
 def server_pids(driver: Driver, target: str) -> list[int]:
     """The processes whose CPU time counts: the server, or the gateway and its children."""
     pids = [driver.proc.pid]
-    if target == "gateway":
+    if target in ("gateway", "gateway-baseline", "relay"):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             children = Path(f"/proc/{driver.proc.pid}/task/{driver.proc.pid}/children").read_text().split()
@@ -179,7 +182,7 @@ def command(target: str, args: argparse.Namespace, workdir: Path) -> tuple[list[
     env = dict(os.environ)
     if target == "ts-sdk":
         return [args.node, str(TS)], None
-    if target == "gateway":
+    if target in ("gateway", "gateway-baseline"):
         config = workdir / "gateway.json"
         config.write_text(
             json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(OURS)]}}})
@@ -193,7 +196,9 @@ def command(target: str, args: argparse.Namespace, workdir: Path) -> tuple[list[
             "-t",
             "stdio",
             "--no-watch",
-        ], env
+        ], env if target == "gateway" else env | {"PYTHONPATH": str(args.baseline)}
+    if target == "relay":
+        return [sys.executable, str(HERE / "servers" / "trio_relay.py"), sys.executable, str(OURS)], env
     if target == "baseline":
         env["PYTHONPATH"] = str(args.baseline)  # another checkout's trio_mcp first
     return [sys.executable, str(OURS)], env
@@ -209,7 +214,7 @@ def run_one(
         prof = Path(args.profile) / f"{target}-c{concurrency}.prof"
         argv = [sys.executable, str(HERE / "servers" / "profiled.py"), str(prof), *argv[1:]]
     driver = Driver(argv, env)
-    if target == "gateway":
+    if target.startswith("gateway"):
         driver.tool = b"echo__echo"  # the gateway's name for the server's tool
     try:
         driver.initialize()
@@ -233,13 +238,17 @@ def run_one(
     }
 
 
-def callgrind(concurrency: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    """Instructions per call of our server: two runs, ``calls`` and ``2 * calls`` measured calls."""
+def callgrind(target: str, concurrency: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """Instructions per call of our server (or of the gateway or relay process,
+    not its server): two runs, ``calls`` and ``2 * calls`` measured calls."""
     counts = []
     for n in (args.calls, 2 * args.calls):
-        out = workdir / f"cg.c{concurrency}.{n}"
-        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, str(OURS)]
-        driver = Driver(argv, read_timeout=10 * READ_TIMEOUT)
+        out = workdir / f"cg.{target}.c{concurrency}.{n}"
+        argv, env = command(target, args, workdir)
+        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
+        driver = Driver(argv, env, read_timeout=10 * READ_TIMEOUT)
+        if target.startswith("gateway"):
+            driver.tool = b"echo__echo"
         try:
             driver.initialize()
             driver.calls(args.warmup, concurrency)
@@ -254,7 +263,7 @@ def callgrind(concurrency: int, args: argparse.Namespace, workdir: Path) -> dict
             raise RuntimeError(f"no totals in {out}")
         counts.append(int(match.group(1)))
     return {
-        "target": "trio-mcp",
+        "target": target,
         "concurrency": concurrency,
         "calls": args.calls,
         "instructions_per_call": round((counts[1] - counts[0]) / args.calls),
@@ -268,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--targets",
         default="trio-mcp,ts-sdk",
-        help="trio-mcp, ts-sdk, gateway, baseline (default %(default)s)",
+        help="trio-mcp, ts-sdk, gateway, gateway-baseline, relay, baseline (default %(default)s)",
     )
     parser.add_argument("--concurrencies", default="1,8,64,256", help="calls in flight (default %(default)s)")
     parser.add_argument(
@@ -293,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     concurrencies = [int(c) for c in args.concurrencies.split(",")]
     args.node = args.node or node_binary()
-    if "baseline" in targets and args.baseline is None:
-        parser.error("target baseline needs --baseline SRC_DIR")
+    if {"baseline", "gateway-baseline"} & set(targets) and args.baseline is None:
+        parser.error("targets baseline and gateway-baseline need --baseline SRC_DIR")
     if "ts-sdk" in targets and args.node is None:
         parser.error("ts-sdk needs node (bash scripts/setup-interop)")
     rows: list[dict[str, Any]] = []
@@ -304,8 +313,10 @@ def main(argv: list[str] | None = None) -> int:
             if shutil.which("valgrind") is None:
                 parser.error("--callgrind needs valgrind")
             for c in concurrencies:
-                row = callgrind(c, args, workdir)
-                print(json.dumps(row), flush=True)
+                for target in targets:
+                    if target != "ts-sdk":
+                        row = callgrind(target, c, args, workdir) | {"load": load_average()}
+                        print(json.dumps(row), flush=True)
             return 0
         if args.profile is not None:
             Path(args.profile).mkdir(parents=True, exist_ok=True)
@@ -336,8 +347,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"c{c}: TS CPU/call / ours = {med['ts-sdk'] / med['trio-mcp']:.2f}")
         if "trio-mcp" in med and "baseline" in med:
             print(f"c{c}: baseline CPU/call / ours = {med['baseline'] / med['trio-mcp']:.2f}")
-        if "trio-mcp" in med and "gateway" in med:
-            print(f"c{c}: direct CPU/call / gateway = {med['trio-mcp'] / med['gateway']:.2f}")
+        for proxy in ("gateway", "gateway-baseline", "relay"):
+            if "trio-mcp" in med and proxy in med:
+                print(f"c{c}: direct CPU/call / {proxy} = {med['trio-mcp'] / med[proxy]:.2f}")
     print(f"load average now {load_average()}")
     return 0
 

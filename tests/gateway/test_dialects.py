@@ -98,7 +98,7 @@ async def text_of(client: ClientSession, tool: str, **arguments: Any) -> str:
     return str(result.content[0].text)
 
 
-PROBE_TOOLS = ["cwd", "delete_note", "env", "pid", "read_notes", "slow", "write_note"]
+PROBE_TOOLS = ["cancellations", "cwd", "delete_note", "env", "pid", "read_notes", "slow", "write_note"]
 
 
 def prefixed(server: str, names: list[str]) -> list[str]:
@@ -252,7 +252,11 @@ enabled = false
 
 async def check_codex(client: ClientSession, tmp: Path) -> None:
     assert await tools_of(client) == sorted(
-        ["probe__env", "probe__read_notes", *prefixed("other", ["cwd", "env", "pid", "read_notes", "slow"])]
+        [
+            "probe__env",
+            "probe__read_notes",
+            *prefixed("other", ["cancellations", "cwd", "env", "pid", "read_notes", "slow"]),
+        ]
     )
     assert await text_of(client, "probe__env", name="CODEX") == "yes"
     with pytest.raises(InvalidParams, match="server 'probe' has no tool 'pid'"):

@@ -209,7 +209,7 @@ async def test_sighup_style_reload_request_and_the_status(tmp_path: Path, proces
                     await gateway.host.servers["two"].wait_connected()
                     processes.update(children(os.getpid()))
                     assert set(gateway.status()["servers"]) == {"one", "two"}
-                    assert len(gateway.status()["servers"]["one"]["tools"]) == 7
+                    assert len(gateway.status()["servers"]["one"]["tools"]) == 8
                 nursery.cancel_scope.cancel()
     assert await wait_gone(processes) == set()
 

@@ -476,6 +476,12 @@ class Connection:
     def connected(self) -> bool:
         return self._session is not None and not self._session.peer.closed
 
+    @property
+    def live_session(self) -> ClientSession | None:
+        """The current session when it is up, else None (never waits)."""
+        session = self._session
+        return None if session is None or session.peer.closed else session
+
     async def session(self) -> ClientSession:
         """The live session, waiting up to ``reconnect_wait`` for a reconnect."""
         with trio.move_on_after(self.settings.reconnect_wait):

@@ -135,6 +135,27 @@ class _Outbound:
                 self._progress.pop(ident, None)
         return _answer(msg, method, result_type)
 
+    def expect(self, reply: Any, *, progress: bool = False) -> int:
+        """A request id whose answer, sent for a request someone else writes
+        on this peer's stream (a proxy forwarding a call), goes to
+        ``reply.deliver(outcome)`` from the read loop, as a caller's would
+        (a :class:`ConnectionClosed` error when the peer shuts); with
+        ``progress``, progress notifications whose token is the id go to
+        ``reply.deliver_progress(item, limit)``. Until :meth:`forget`."""
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection closed: {self._closed_reason}")
+        ident = self._next_id
+        self._next_id = ident + 1
+        self._pending[ident] = reply
+        if progress:
+            self._progress[ident] = reply
+        return ident
+
+    def forget(self, ident: int | str) -> None:
+        """Stop expecting an answer (and progress) for ``ident`` (see :meth:`expect`)."""
+        self._pending.pop(ident, None)
+        self._progress.pop(ident, None)
+
     async def _request_inline(
         self,
         serve: InlineServer,

@@ -25,7 +25,10 @@ Each server's filters (:class:`Filters`, from its configuration entry) hide
 tools, prompts and resources from the lists, and a hidden name is unknown on
 call. A tool call is forwarded as a proxy does: the arguments and the result
 pass through as the JSON they arrived as (``msgspec.Raw``), never decoded
-and re-encoded here.
+and re-encoded here. A session served by :meth:`Gateway.serve` or
+``start_session`` (stdio, WebSocket, in-memory) takes a plain call on the
+forwarding path of :mod:`._forward` (in its read loop, no handler worker);
+the rest, and sessions with middleware, on the handler path below.
 
 Failures reach the caller quickly as typed errors, never as a hang: a tool
 call whose server is down, gives up mid-call or does not answer within
@@ -51,13 +54,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import msgspec
 import trio
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
+from .._util import collapse_groups
+from ..actors._client import ClientSession
 from ..actors._connection import (
     Connected,
     Connection,
@@ -68,10 +74,9 @@ from ..actors._connection import (
     ReconnectScheduled,
 )
 from ..actors._host import SEPARATOR, Host
-from ..actors._server import Context
+from ..actors._server import Context, ServerSession
 from ..protocol import (
     CallToolRequestParams,
-    CallToolResult,
     CompleteRequestParams,
     CompleteResult,
     ConnectionClosed,
@@ -90,13 +95,14 @@ from ..protocol import (
     ResourceContents,
     ResourceNotFound,
     ResourceTemplateReference,
-    TextContent,
     coerce,
 )
 from ..server._lowlevel import LowLevelServer, paginate
 from ..server._uri_template import UriTemplate
 from ..supervision import Backoff
+from ..transports import MessageStream
 from ._config import Filter, Filters, ServerEntry, StdioEntry
+from ._forward import ForwardingStream, failed_call, forwarded_params, read_call
 from ._tasks import TaskForwarding
 
 if TYPE_CHECKING:
@@ -193,23 +199,6 @@ class _Counts:
         self.delay = 0.0
 
 
-class _ForwardedCall(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """``tools/call`` params as a proxy reads them: the name decoded, the
-    arguments kept as the client's JSON (``msgspec.Raw``). The client's own
-    ``_meta`` is not forwarded (it may carry another protocol era's fields);
-    the progress token is the peer's own."""
-
-    name: str
-    arguments: msgspec.Raw | UnsetType = UNSET
-    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
-    #: 2025-11-25 task augmentation: such a call goes through the task forwarding.
-    task: Any = UNSET
-
-
-_read_call: Final = msgspec.json.Decoder(_ForwardedCall)
-_encode: Final = msgspec.json.Encoder().encode
-
-
 class Gateway(LowLevelServer):
     """An MCP server app showing the servers of ``host`` as one (see the module).
 
@@ -271,6 +260,36 @@ class Gateway(LowLevelServer):
         #: Task-augmented calls and the tasks/* methods, routed to the owning server.
         self.task_forwarding = TaskForwarding(self)
         self.task_forwarding.install()
+
+    # ---------------------------------------------------------- sessions
+
+    async def serve(self, stream: MessageStream, *, name: str = "server") -> None:
+        """Serve one session over ``stream`` until it ends (tool calls on the forwarding path)."""
+        with collapse_groups():
+            async with self.running():
+                await self._serve_session(stream, name)
+
+    async def start_session(
+        self, stream: MessageStream, nursery: trio.Nursery, *, name: str = "server"
+    ) -> ServerSession:
+        """Start a session in ``nursery``; returns once it is serving."""
+        session: ServerSession = await nursery.start(partial(self._serve_session, stream, name))
+        return session
+
+    async def _serve_session(
+        self,
+        stream: MessageStream,
+        name: str,
+        *,
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """A session whose plain tool calls take the forwarding path (:mod:`._forward`);
+        with middleware, every request goes through it: the handler path only."""
+        if self.middleware:
+            await ServerSession(self, stream, limits=self.limits, name=name).run(task_status=task_status)
+            return
+        front = ForwardingStream.over(stream, self, self.limits)
+        await front.serve(ServerSession(self, front, limits=self.limits, name=name), task_status)
 
     @property
     def order(self) -> list[str]:
@@ -424,13 +443,36 @@ class Gateway(LowLevelServer):
             raise InvalidParams(f"unknown {kind} {public!r}: no server named {server!r} is connected")
         return server, name
 
-    def _timeout(self, server: str) -> float:
+    def call_timeout(self, server: str) -> float:
+        """Seconds a call to ``server`` may take (its entry's ``timeout``, else ``request_timeout``)."""
         entry = self.entries.get(server)
         return self.request_timeout if entry is None or entry.timeout is None else entry.timeout
 
+    def count_call(self, server: str) -> None:
+        self._count(server).calls += 1
+
+    def count_error(self, server: str) -> None:
+        self._count(server).errors += 1
+
+    def forwarding_route(self, public: str) -> tuple[str, str, ClientSession] | None:
+        """``(server, tool, session)`` for a call the forwarding path may take
+        (see :mod:`._forward`): a tool its server lists and its filter shows,
+        of a server connected now in the handshake era, whose session is not
+        traced; None sends the call to the handler path."""
+        server, sep, tool = public.partition(SEPARATOR)
+        conn = self.host.servers.get(server)
+        if conn is None or not sep or not tool:
+            return None
+        session = conn.live_session
+        if session is None or session.era != "handshake" or not self._has_tool(server, conn, tool):
+            return None
+        if "request" in vars(session.peer):
+            return None  # traced: its spans come from Peer.request
+        return server, tool, session
+
     async def _forward(self, server: str, what: str, call: Any) -> Any:
         """Run ``call()`` bounded by the server's timeout; a down server is a ServerUnavailable."""
-        timeout = self._timeout(server)
+        timeout = self.call_timeout(server)
         counts = self._count(server)
         counts.calls += 1
         try:
@@ -464,7 +506,7 @@ class Gateway(LowLevelServer):
         """Forward a call as a proxy: the arguments and the result pass
         through as JSON, never decoded here."""
         try:
-            params = _read_call.decode(raw)
+            params = read_call.decode(raw)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params for tools/call: {exc}") from None
         if self.task_forwarding.requested(ctx, params.task):
@@ -481,14 +523,12 @@ class Gateway(LowLevelServer):
                 counts.calls += 1
                 counts.errors += 1
                 why = conn.last_error or "not connected yet"
-                text = f"server {server!r} is unavailable: {why}"
-                return CallToolResult(content=[TextContent(text=text)], is_error=True)
+                return failed_call(f"server {server!r} is unavailable: {why}")
             raise InvalidParams(f"server {server!r} has no tool {tool!r}")
         # The params as JSON: the server's own name, the client's arguments as they came.
-        arguments = b"" if params.arguments is UNSET else b',"arguments":' + bytes(params.arguments)
-        forwarded = msgspec.Raw(b'{"name":' + _encode(tool) + arguments + b"}")
+        forwarded = forwarded_params(tool, params.arguments)
         on_progress = ctx.report_progress if ctx.progress_token is not None else None
-        timeout = self._timeout(server)
+        timeout = self.call_timeout(server)
         # _forward's logic, inlined on this hot path; a failure is an isError
         # result (the model reads it and may retry later).
         counts.calls += 1
@@ -502,7 +542,7 @@ class Gateway(LowLevelServer):
             counts.errors += 1
             raise
         counts.errors += 1
-        return CallToolResult(content=[TextContent(text=text)], is_error=True)
+        return failed_call(text)
 
     async def _get_prompt(self, ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:
         server, name = self._route("prompt", params.name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import select
 import socket
 import stat
 from collections import deque
@@ -94,6 +95,8 @@ class StdioStream:
                 os.set_blocking(fd, False)
         self._rsock = self._socks.get(read_fd)
         self._wsock = self._socks.get(write_fd)
+        #: Writes of up to PIPE_BUF bytes are whole or nothing (a pipe): see send_nowait.
+        self._atomic = stat.S_ISFIFO(os.fstat(write_fd).st_mode)
         # reading
         self._rbuf = bytearray()
         self._frames: deque[Frame] = deque()  # decoded, not received yet
@@ -316,6 +319,28 @@ class StdioStream:
         answer writer and handler workers) yield on their own schedule, and a
         yield here would cost a scheduling round per answer."""
         await self._send(messages, None, batch=True)
+
+    def send_nowait(self, message: Any) -> bool:
+        """Write ``message`` now, without a schedule point, when that can be
+        done whole: nobody is sending and its line fits in one atomic pipe
+        write (``PIPE_BUF``). False, with nothing written, otherwise (then
+        :meth:`send` it). An encoding error is raised before anything is written."""
+        if self._closed or self._wfd < 0 or not self._atomic or self._send_lock.locked():
+            return False
+        if self._write_error is not None:
+            return False
+        buf = self._wbuf
+        buf.clear()
+        encode_line(message, buf)
+        if len(buf) > select.PIPE_BUF:
+            return False
+        try:
+            n = os.write(self._wfd, buf)
+        except OSError:
+            return False  # full (EAGAIN: nothing written) or broken: send() says which
+        self._bytes_out += n
+        self._frames_out += 1
+        return True
 
     async def _send(self, message: Any, raw: bytes | None, *, batch: bool = False) -> None:
         if self._closed:

@@ -1,0 +1,164 @@
+"""The gateway's forwarding path for tool calls (``gateway/_forward.py``)
+in front of a real stdio server (``fixtures/probe_server.py``): plain calls
+are taken there, and the rules of the handler path hold: progress is
+relayed, the client's cancellation and a passed deadline reach the server
+as ``notifications/cancelled``, too many calls out are refused at once (-32001), and
+what it does not take (filtered tools, middleware) gets the handler path's
+answers.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+import trio
+from tests.gateway.test_fleet import FOREVER, probe
+from tests.gateway.test_gateway import STDIO, children, processes, wait_gone
+
+from trio_mcp.actors import PeerLimits
+from trio_mcp.gateway import Gateway, open_gateway
+from trio_mcp.gateway._forward import ForwardingStream
+from trio_mcp.protocol import InvalidParams, ServerOverloaded
+from trio_mcp.testing import connected
+
+__all__ = ["processes"]
+
+TIMEOUT = 30.0
+
+
+def front_of(gateway: Gateway) -> ForwardingStream:
+    """The forwarding stream of the gateway's one session."""
+    (session,) = gateway.sessions
+    stream = session.peer.stream
+    assert isinstance(stream, ForwardingStream)
+    return stream
+
+
+async def cancellations(client: Any) -> int:
+    """How many ``slow`` calls the probe saw cancelled (it waits for the first)."""
+    result = await client.call_tool("p__cancellations", {})
+    assert result.is_error is not True, result
+    return int(result.structured_content["result"])
+
+
+async def test_plain_calls_are_forwarded_with_their_progress(processes: set[int]) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_gateway(
+            {"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO
+        ) as gw:
+            processes.update(children(os.getpid()))
+            async with connected(gw, mode="bytes") as client:
+                result = await client.call_tool("p__env", {"name": "HOME"})
+                assert result.content[0].text == os.environ.get("HOME", "")
+                seen: list[tuple[float, float | None]] = []
+
+                async def progress(value: float, total: float | None, message: str | None) -> None:
+                    seen.append((value, total))
+
+                slept = await client.call_tool("p__slow", {"seconds": 0}, on_progress=progress)
+                assert slept.content[0].text == "slept"
+                assert seen == [(0, 1)]  # the server's progress, under the client's own token
+                stats = front_of(gw).statistics()
+                assert stats["calls_forwarded"] == 2 and stats["calls_out"] == 0
+                assert gw.server_statistics()["p"].calls == 2
+    assert await wait_gone(processes) == set()
+
+
+async def test_a_call_the_client_cancels_is_cancelled_at_the_server(processes: set[int]) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_gateway(
+            {"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO
+        ) as gw:
+            processes.update(children(os.getpid()))
+            async with connected(gw, mode="bytes") as client:
+                under_way = trio.Event()
+
+                async def progress(value: float, total: float | None, message: str | None) -> None:
+                    under_way.set()
+
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as nursery:
+
+                        async def call() -> None:
+                            await client.call_tool("p__slow", {"seconds": 60}, on_progress=progress)
+
+                        nursery.start_soon(call)
+                        await under_way.wait()  # the server runs the call
+                        scope.cancel()
+                assert scope.cancelled_caught
+                assert await cancellations(client) == 1
+                stats = front_of(gw).statistics()
+                assert stats["calls_cancelled"] == 1 and stats["calls_out"] == 0
+    assert await wait_gone(processes) == set()
+
+
+async def test_a_call_past_its_deadline_is_an_error_result_and_cancelled_at_the_server(
+    processes: set[int],
+) -> None:
+    config = {"mcpServers": {"p": probe("p", timeout=0.5)}}
+    with trio.fail_after(TIMEOUT):
+        async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
+            processes.update(children(os.getpid()))
+            async with connected(gw, mode="bytes") as client:
+                result = await client.call_tool("p__slow", {"seconds": 60})
+                assert result.is_error is True
+                assert result.content[0].text == "server 'p' did not answer tools/call 'p__slow' within 0.5 s"
+                assert await cancellations(client) == 1
+                assert front_of(gw).statistics()["calls_timed_out"] == 1
+                assert gw.server_statistics()["p"].errors == 1
+    assert await wait_gone(processes) == set()
+
+
+async def test_calls_beyond_the_bound_are_refused_at_once(processes: set[int]) -> None:
+    limits = PeerLimits(max_concurrent_handlers=1, max_queued_requests=1)
+    with trio.fail_after(TIMEOUT):
+        async with open_gateway(
+            {"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO, limits=limits
+        ) as gw:
+            processes.update(children(os.getpid()))
+            async with connected(gw, mode="bytes") as client:
+                started = trio.Semaphore(0)
+
+                async def progress(value: float, total: float | None, message: str | None) -> None:
+                    started.release()
+
+                async with trio.open_nursery() as nursery:
+                    for _ in range(2):  # the bound: 1 handler + 1 queued
+                        nursery.start_soon(
+                            lambda: client.call_tool("p__slow", {"seconds": 60}, on_progress=progress)
+                        )
+                    for _ in range(2):
+                        await started.acquire()  # both are at the server
+                    with pytest.raises(ServerOverloaded):
+                        await client.call_tool("p__env", {"name": "HOME"})
+                    assert front_of(gw).statistics()["calls_overloaded"] == 1
+                    nursery.cancel_scope.cancel()
+                assert await cancellations(client) == 2
+                result = await client.call_tool("p__env", {"name": "HOME"})  # room again
+                assert result.content[0].text == os.environ.get("HOME", "")
+    assert await wait_gone(processes) == set()
+
+
+async def test_what_the_forwarding_path_leaves_gets_the_handler_paths_answers(processes: set[int]) -> None:
+    config = {"mcpServers": {"p": probe("p", excludeTools=["pid"])}}
+    with trio.fail_after(TIMEOUT):
+        async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
+            processes.update(children(os.getpid()))
+            seen: list[str] = []
+
+            @gw.add_middleware
+            async def watch(ctx: Any, call_next: Any) -> Any:
+                seen.append(ctx.request.method)
+                return await call_next()
+
+            async with connected(gw, mode="bytes") as client:
+                with pytest.raises(InvalidParams, match="server 'p' has no tool 'pid'"):
+                    await client.call_tool("p__pid", {})  # filtered: unknown
+                result = await client.call_tool("p__env", {"name": "HOME"})  # through the middleware
+                assert result.content[0].text == os.environ.get("HOME", "")
+                (session,) = gw.sessions
+                assert not isinstance(session.peer.stream, ForwardingStream)
+            assert seen.count("tools/call") == 2
+    assert await wait_gone(processes) == set()
