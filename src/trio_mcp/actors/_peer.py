@@ -54,6 +54,7 @@ from ..protocol import (
     error_response,
 )
 from ..transports import MessageStream, TransportError
+from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
 from ._peer_calls import ProgressCallback, _answer, _progress_of, _Reply, _with_progress_token
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
@@ -318,6 +319,24 @@ class Peer(_HandlerPool):
             self._dispatch(msg)
             return True
         return False  # unmatched: the read loop accounts for it
+
+    async def serve_here(self, req: Request, scope: trio.CancelScope) -> bool:
+        """Serve ``req`` in the calling task inside ``scope``, as a worker would
+        (admitted, cancelled through ``scope`` by the peer's cancel notification,
+        answered through the transport), when :meth:`_direct` would admit it
+        and a worker could start it now; False (nothing done) otherwise. For a transport whose sender waits for
+        the answer anyway (a Streamable HTTP POST answered as JSON)."""
+        if self._closed_reason is not None or self._held or self._queue or self._running >= self._max_workers:
+            return False  # closing, something waits ahead of it, or no handler may start now
+        if req.id in self._inflight or len(self._inflight) + self._unwritten >= self._capacity:
+            return False
+        self._inflight[req.id] = _Slot(req.method not in NON_CANCELLABLE)
+        token = RELATED_REQUEST.set(None)
+        try:
+            await self._serve(req, scope)
+        finally:
+            RELATED_REQUEST.reset(token)
+        return True
 
     def _dispatch_each(self, items: list[Any]) -> None:
         for item in items:
