@@ -167,17 +167,20 @@ def body_nowait(
     with ``start=body`` reads the rest. Usually the whole body is there when
     the app is called, so reading it needs no wait (and no deadline); that is
     known when ``receive`` is a trio memory channel's (hypercorn's trio
-    worker), otherwise nothing is read here. Raises as :func:`read_body`."""
+    worker), otherwise nothing is read here. A body of its ``Content-Length``
+    is whole without the empty message that ends it (hypercorn queues that
+    one a scheduling turn later; nothing needs to read it). Raises as
+    :func:`read_body`."""
     channel = getattr(receive, "__self__", None)
     if type(channel) is not trio.MemoryReceiveChannel:
         return b"", False
-    _check_length(headers, limit, too_large_headers)
+    expected = _check_length(headers, limit, too_large_headers)
     body: bytes | bytearray = b""
     while True:
         try:
             message = channel.receive_nowait()
         except trio.WouldBlock:
-            return bytes(body), False
+            return bytes(body), len(body) == expected
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise Disconnected from None
         if message["type"] == "http.disconnect":
@@ -189,10 +192,15 @@ def body_nowait(
 
 def _check_length(
     headers: dict[str, str], limit: int, too_large_headers: Iterable[tuple[bytes, bytes]]
-) -> None:
+) -> int | None:
+    """The ``Content-Length`` (None without a valid one); 413 above ``limit``."""
     length = headers.get("content-length")
-    if length is not None and length.strip().isdigit() and int(length) > limit:
+    if length is None or not length.strip().isdigit():
+        return None
+    expected = int(length)
+    if expected > limit:
         raise _too_large(limit, too_large_headers)
+    return expected
 
 
 def _grow(
