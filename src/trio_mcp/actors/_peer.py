@@ -326,16 +326,22 @@ class Peer(_HandlerPool):
         answered through the transport), when :meth:`_direct` would admit it
         and a worker could start it now; False (nothing done) otherwise. For a transport whose sender waits for
         the answer anyway (a Streamable HTTP POST answered as JSON)."""
-        if self._closed_reason is not None or self._held or self._queue or self._running >= self._max_workers:
-            return False  # closing, something waits ahead of it, or no handler may start now
+        if self._closed_reason is not None or self._held or self._queue or self._workers >= self._max_workers:
+            return False  # closing, something waits ahead of it, or no worker may start now
         if req.id in self._inflight or len(self._inflight) + self._unwritten >= self._capacity:
             return False
         self._inflight[req.id] = _Slot(req.method not in NON_CANCELLABLE)
+        self._workers += 1  # the caller is a worker meanwhile (the cap counts it)
         token = RELATED_REQUEST.set(None)
         try:
             await self._serve(req, scope)
         finally:
             RELATED_REQUEST.reset(token)
+            self._workers -= 1
+            if self._queue and self._standby == 0:
+                self._call_standby()  # what queued up meanwhile gets a worker
+            if self._workers == 0:
+                self._wake_writer()
         return True
 
     def _dispatch_each(self, items: list[Any]) -> None:
