@@ -53,6 +53,7 @@ from ..protocol import (
     error_response,
 )
 from ..transports import MessageStream, TransportError
+from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
 from ._peer_calls import ProgressCallback, _progress_of, _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
@@ -383,6 +384,30 @@ class Peer(_Outbound, _HandlerPool):
             self._dispatch(msg)
             return True
         return False  # unmatched: the read loop accounts for it
+
+    async def serve_here(self, req: Request, scope: trio.CancelScope) -> bool:
+        """Serve ``req`` in the calling task inside ``scope``, as a worker would
+        (admitted, cancelled through ``scope`` by the peer's cancel notification,
+        answered through the transport), when :meth:`_direct` would admit it
+        and a worker could start it now; False (nothing done) otherwise. For a transport whose sender waits for
+        the answer anyway (a Streamable HTTP POST answered as JSON)."""
+        if self._closed_reason is not None or self._held or self._queue or self._workers >= self._max_workers:
+            return False  # closing, something waits ahead of it, or no worker may start now
+        if req.id in self._inflight or len(self._inflight) + self._unwritten >= self._capacity:
+            return False
+        self._inflight[req.id] = _Slot(req.method not in NON_CANCELLABLE)
+        self._workers += 1  # the caller is a worker meanwhile (the cap counts it)
+        token = RELATED_REQUEST.set(None)
+        try:
+            await self._serve(req, scope)
+        finally:
+            RELATED_REQUEST.reset(token)
+            self._workers -= 1
+            if self._queue and self._standby == 0:
+                self._call_standby()  # what queued up meanwhile gets a worker
+            if self._workers == 0:
+                self._wake_writer()
+        return True
 
     def _dispatch_each(self, items: list[Any]) -> None:
         for item in items:

@@ -4,7 +4,7 @@ ASGI types, the lifespan protocol, header parsing and small HTTP errors."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -18,6 +18,7 @@ __all__ = [
     "Scope",
     "Send",
     "as_tuple",
+    "body_nowait",
     "error_body",
     "header_map",
     "read_body",
@@ -48,11 +49,34 @@ class Disconnected(Exception):
     """The HTTP client went away while its request was read."""
 
 
+#: Header maps by the raw headers they were made from (see header_map).
+_HEADER_MAPS: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
+#: Most raw header lists remembered by header_map.
+HEADER_MAP_CACHE: Final = 256
+
+
 def header_map(scope: Scope) -> dict[str, str]:
-    """Request headers by lowercase name (repeated ones joined with ", ")."""
-    pairs = [
-        (name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in scope.get("headers", ())
-    ]
+    """Request headers by lowercase name (repeated ones joined with ", ").
+
+    A client sends the same headers request after request (on a connection,
+    only the length changes, and few lengths recur), so the maps of the last
+    :data:`HEADER_MAP_CACHE` distinct header lists are kept and copied."""
+    raw = scope.get("headers", ())
+    try:
+        key = tuple(raw)
+        known = _HEADER_MAPS.get(key)
+    except TypeError:  # not (bytes, bytes) pairs: not worth remembering
+        return _header_map(raw)
+    if known is None:
+        known = _header_map(raw)
+        if len(_HEADER_MAPS) >= HEADER_MAP_CACHE:
+            _HEADER_MAPS.clear()
+        _HEADER_MAPS[key] = known
+    return known.copy()
+
+
+def _header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    pairs = [(name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in raw]
     out = dict(pairs)
     if len(out) < len(pairs):  # a repeated header: its values joined, in order
         out = {}
@@ -84,7 +108,7 @@ async def respond(
     content_type: bytes = b"application/json",
 ) -> None:
     """A whole response: status, length, type (when there is a body), ``headers``."""
-    out = [(b"content-length", str(len(body)).encode())]
+    out = [(b"content-length", b"%d" % len(body))]
     if body:
         out.append((b"content-type", content_type))
     out.extend(headers)
@@ -114,29 +138,85 @@ async def read_body(
     limit: int,
     *,
     too_large_headers: Iterable[tuple[bytes, bytes]] = (),
+    start: bytes = b"",
 ) -> bytes:
     """The request body, at most ``limit`` bytes (413 beyond, with
-    ``too_large_headers``); raises :class:`Disconnected` if the client left."""
-    length = headers.get("content-length")
-    if length is not None and length.strip().isdigit() and int(length) > limit:
-        raise _too_large(limit, too_large_headers)
-    body: bytes | bytearray = b""
+    ``too_large_headers``); raises :class:`Disconnected` if the client left.
+    ``start``: what :func:`body_nowait` has read of it already."""
+    if not start:
+        _check_length(headers, limit, too_large_headers)
+    body: bytes | bytearray = start
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise Disconnected
-        chunk = message.get("body", b"")
-        if chunk:
-            if not body:
-                body = chunk  # one chunk, no copy: the usual case
-            else:
-                if type(body) is bytes:
-                    body = bytearray(body)
-                body += chunk
-            if len(body) > limit:
-                raise _too_large(limit, too_large_headers)
+        body = _grow(body, message.get("body", b""), limit, too_large_headers)
         if not message.get("more_body", False):
             return bytes(body)
+
+
+def body_nowait(
+    receive: Receive,
+    headers: dict[str, str],
+    limit: int,
+    *,
+    too_large_headers: Iterable[tuple[bytes, bytes]] = (),
+) -> tuple[bytes, bool]:
+    """As much of the request body as the server has queued for the app,
+    without waiting: ``(body, whole)``; when not ``whole``, :func:`read_body`
+    with ``start=body`` reads the rest. Usually the whole body is there when
+    the app is called, so reading it needs no wait (and no deadline); that is
+    known when ``receive`` is a trio memory channel's (hypercorn's trio
+    worker), otherwise nothing is read here. A body of its ``Content-Length``
+    is whole without the empty message that ends it (hypercorn queues that
+    one a scheduling turn later; nothing needs to read it). Raises as
+    :func:`read_body`."""
+    channel = getattr(receive, "__self__", None)
+    if type(channel) is not trio.MemoryReceiveChannel:
+        return b"", False
+    expected = _check_length(headers, limit, too_large_headers)
+    body: bytes | bytearray = b""
+    while True:
+        try:
+            message = channel.receive_nowait()
+        except trio.WouldBlock:
+            return bytes(body), len(body) == expected
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise Disconnected from None
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        body = _grow(body, message.get("body", b""), limit, too_large_headers)
+        if not message.get("more_body", False):
+            return bytes(body), True
+
+
+def _check_length(
+    headers: dict[str, str], limit: int, too_large_headers: Iterable[tuple[bytes, bytes]]
+) -> int | None:
+    """The ``Content-Length`` (None without a valid one); 413 above ``limit``."""
+    length = headers.get("content-length")
+    if length is None or not length.strip().isdigit():
+        return None
+    expected = int(length)
+    if expected > limit:
+        raise _too_large(limit, too_large_headers)
+    return expected
+
+
+def _grow(
+    body: bytes | bytearray, chunk: bytes, limit: int, too_large_headers: Iterable[tuple[bytes, bytes]]
+) -> bytes | bytearray:
+    if not chunk:
+        return body
+    if not body:
+        body = chunk  # one chunk, no copy: the usual case
+    else:
+        if type(body) is bytes:
+            body = bytearray(body)
+        body += chunk
+    if len(body) > limit:
+        raise _too_large(limit, too_large_headers)
+    return body
 
 
 def _too_large(limit: int, headers: Iterable[tuple[bytes, bytes]]) -> HttpError:

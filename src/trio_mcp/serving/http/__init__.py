@@ -7,7 +7,9 @@ hypercorn's trio worker. Sessions are found through a
 resumable SSE streams keep their events in an :class:`EventStore`
 (:class:`MemoryEventStore` by default).
 
-Modules: ``_app`` (the ASGI app: routing, lifecycle), ``_post`` / ``_get``
+Modules: ``_app`` (the ASGI app: dispatch, lifecycle), ``_routes`` (custom
+routes, the ``Host`` / ``Origin`` checks), ``_watch`` (a POST's cancel scope
+and the watch for slow ones), ``_post`` / ``_get``
 (the handlers of each HTTP method), ``_session`` (one session's
 MessageStream and routing), ``_streams`` (its SSE streams), ``_sessions``
 (the registry), ``_eventstore``, ``_stateless`` (2026-07-28 requests),

@@ -23,7 +23,9 @@ id comes back in ``Mcp-Session-Id`` and every later request must carry it
 (``400`` without, ``404`` once it is unknown or ended: the client then
 initializes again). ``MCP-Protocol-Version`` is checked on every later
 request (``400`` for a version this server does not speak; absent means
-the negotiated one). Stateless requests of the 2026-07-28 era (version in
+the negotiated one). A request answered as JSON is served in its POST's own
+ASGI task when nothing is queued ahead of it in its session (no hop to a
+worker task; :meth:`HttpSessionStream.serve_here`). Stateless requests of the 2026-07-28 era (version in
 the header or in ``_meta``, no session id) are served in the POST's own
 ASGI task by the app's one stateless server session (no session actor per
 request; :meth:`~trio_mcp.actors.Peer.serve_inline`): the handler's
@@ -106,7 +108,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -116,7 +118,6 @@ from ...actors._server import ServerSession
 from ...auth.resource import ResourceServer
 from ...protocol import HANDSHAKE_VERSIONS
 from ...transports._asgi import AsgiApp, HttpError, Receive, Scope, Send, error_body, header_map, respond
-from ...transports.http._security import HostPolicy
 from ._auth import HttpAuth
 from ._config import (
     DEFAULT_STORE,
@@ -131,15 +132,13 @@ from ._get import handle_delete, handle_get
 from ._health import Readiness, answer_health, answer_ready
 from ._metrics import Metrics, install_metrics
 from ._post import handle_post
+from ._routes import AsgiCallable, HostCheck, Routes
 from ._session import HttpSessionStream
 from ._sessions import ClusterHook, ExpiryPolicy, MemorySessionRegistry, SessionRegistry
 from ._stateless import StatelessPath
 from ._watch import DisconnectWatch
 
 __all__ = ["AsgiCallable", "StreamableHttpApp"]
-
-#: An ASGI 3 application (a custom route).
-AsgiCallable = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("trio_mcp.http.server")
 
@@ -205,7 +204,7 @@ class StreamableHttpApp(AsgiApp):
             self.event_store: EventStore | None = MemoryEventStore()
         else:
             self.event_store = event_store
-        self._policy = HostPolicy(settings.allowed_hosts, settings.allowed_origins)
+        self._hosts = HostCheck(settings.allowed_hosts, settings.allowed_origins)
         #: Where sessions are found by id (:class:`MemorySessionRegistry` by default).
         self.registry: SessionRegistry = MemorySessionRegistry() if registry is None else registry
         #: Shares sessions with other processes (:mod:`trio_mcp.serving.cluster`); None: alone.
@@ -239,8 +238,8 @@ class StreamableHttpApp(AsgiApp):
         self.stateless = StatelessPath(self)
         #: Adds to the ``/readyz`` report (see :mod:`._health`).
         self.readiness = readiness
-        self._exact: dict[str, AsgiCallable] = {}
-        self._prefixes: list[tuple[str, AsgiCallable]] = []
+        #: The custom routes (see :meth:`mount`).
+        self.routes = Routes((settings.path, settings.health_path, settings.ready_path))
         for path, route in (routes or {}).items():
             self.mount(path, route)
         #: OAuth 2.1 resource server checks (see :mod:`._auth`), or None.
@@ -258,18 +257,7 @@ class StreamableHttpApp(AsgiApp):
         """Serve the ASGI app ``app`` at ``path`` (exactly), or at every path
         under it when ``path`` ends with ``/``. It receives ``http`` scopes only,
         after the ``Host`` and ``Origin`` checks."""
-        settings = self.settings
-        if not path.startswith("/"):
-            raise ValueError(f"a route's path must start with '/', not {path!r}")
-        taken = {settings.path, settings.health_path, settings.ready_path, *self._exact}
-        taken.update(prefix for prefix, _ in self._prefixes)
-        if path in taken:
-            raise ValueError(f"the path {path!r} is taken already")
-        if path.endswith("/"):
-            self._prefixes.append((path, app))
-            self._prefixes.sort(key=lambda item: -len(item[0]))  # the longest prefix wins
-        else:
-            self._exact[path] = app
+        self.routes.mount(path, app)
 
     @property
     def running(self) -> bool:
@@ -543,17 +531,12 @@ class StreamableHttpApp(AsgiApp):
         settings = self.settings
         try:
             route = None
-            if path != settings.path:
-                route = self._exact.get(path) if path is not None else None
-                if route is None and path not in (settings.health_path, settings.ready_path):
-                    route = self._prefixed(path)
-                    if route is None:
-                        raise HttpError(404, "Not found")
+            if path != settings.path and path not in (settings.health_path, settings.ready_path):
+                route = self.routes.find(path)
+                if route is None:
+                    raise HttpError(404, "Not found")
             if settings.dns_rebinding_protection:
-                if not self._policy.host_allowed(headers.get("host")):
-                    raise HttpError(421, "Host not allowed")
-                if not self._policy.origin_allowed(headers.get("origin")):
-                    raise HttpError(403, "Origin not allowed")
+                self._hosts.check(headers.get("host"), headers.get("origin"))
             if route is not None:
                 await route(scope, receive, send)
                 return
@@ -586,13 +569,6 @@ class StreamableHttpApp(AsgiApp):
                 raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
         except HttpError as exc:
             await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
-
-    def _prefixed(self, path: str | None) -> AsgiCallable | None:
-        if path is not None:
-            for prefix, route in self._prefixes:
-                if path.startswith(prefix):
-                    return route
-        return None
 
     # ---------------------------------------------------------------- checks
 

@@ -75,7 +75,7 @@ async def handle_get(app: StreamableHttpApp, receive: Receive, send: Send, heade
                 # Finished while disconnected: replay what is left, then end.
                 initial.extend(await session.events_after(last) or ())
                 conn.complete = True
-                conn.send.close()
+                conn.close()
                 await pump(app, session, None, conn, initial, receive, send, sse_now=True, forget=stream_id)
                 return
     if stream is None:
@@ -139,11 +139,9 @@ async def pump(
     try:
         first: Any = _NOTHING
         if guard is not None and not sse_now:
-            guard.watch_after_delay()
-            try:
-                first = await conn.recv.receive()
-            except trio.EndOfChannel:
-                first = None
+            if not conn.ended:  # (an answer served in the POST's own task is there already)
+                guard.watch_after_delay()
+            first = await conn.next()
             if first is not None and first[0] == "j":
                 guard.writing(app.settings.write_timeout)
                 status, body, headers = writer.json_body(first[1], stream is not None and stream.batch)

@@ -4,6 +4,7 @@ or as an SSE stream (see :mod:`trio_mcp.serving.http`)."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +20,20 @@ from ...protocol import (
     encode,
     error_response,
 )
-from ...transports._asgi import Disconnected, HttpError, Receive, Scope, Send, read_body, respond
+from ...transports._asgi import (
+    Disconnected,
+    HttpError,
+    Receive,
+    Scope,
+    Send,
+    body_nowait,
+    read_body,
+    respond,
+)
 from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
 from ._get import pump, session_headers
 from ._session import HttpSessionStream
-from ._stateless import rejection
+from ._stateless import rejection, request_parts
 from ._streams import Conn
 from ._watch import Guard
 
@@ -36,28 +46,27 @@ __all__ = ["batch_limit", "handle_post"]
 async def handle_post(
     app: StreamableHttpApp, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
 ) -> None:
-    ctype = headers.get("content-type", "").partition(";")[0].strip().lower()
-    if ctype != "application/json":
-        raise HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
-    accepted = media_types(headers.get("accept"))
-    json_ok = accepts(accepted, "application/json")
-    sse_ok = accepts(accepted, "text/event-stream")
-    if not (json_ok or sse_ok):
-        raise HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
+    json_ok, sse_ok = _formats(headers.get("content-type", ""), headers.get("accept"))
     settings = app.settings
-    # The POST's one cancel scope: the body's deadline, the answer's write's,
-    # and its client going away (see _watch).
-    guard = app.watch.guard(receive, settings.body_timeout)
+    # The POST's one cancel scope: a slow body's deadline, the answer's
+    # write's, and its client going away (see _watch).
+    guard = app.watch.guard(receive)
     try:
+        try:
+            body, whole = body_nowait(receive, headers, settings.max_body_size)
+        except Disconnected:
+            return
         with guard.scope:
-            try:
-                body = await read_body(receive, headers, settings.max_body_size)
-            except Disconnected:
-                return
-            guard.body_read()
+            if not whole:
+                guard.read_slowly(settings.body_timeout)
+                try:
+                    body = await read_body(receive, headers, settings.max_body_size, start=body)
+                except Disconnected:
+                    return
+                guard.body_read()
             await _post_body(app, guard, body, scope, receive, send, headers, json_ok, sse_ok)
     finally:
-        guard.stop_watching()
+        guard.end()
     if guard.body_timed_out:
         # A stalled body: the server then closes the connection, whose body is unread.
         raise HttpError(
@@ -121,13 +130,14 @@ async def _post_body(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
         request = requests[0]
-        rejected = rejection(headers, request)
+        parts = request_parts(request)
+        rejected = rejection(headers, request, parts)
         if rejected is not None:
             status, error = rejected
             await respond(send, status, encode(error_response(request.id, error)))
             return
         if app._shared is not None and request.method != "subscriptions/listen":
-            await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send)
+            await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send, parts)
             return
         # subscriptions/listen (a stream of notifications), or an app made
         # per session: a session of its own, for this request only.
@@ -138,7 +148,9 @@ async def _post_body(
             app.listening.add(session)  # ended by a drain: the client listens again elsewhere
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
             # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
-            problem = await app.stateless.param_problem(session.server_session, scope, headers, request)
+            problem = await app.stateless.param_problem(
+                session.server_session, scope, headers, request, parts
+            )
             if problem is not None:
                 app.end_session(session, "Mcp-Param-* headers rejected")
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
@@ -159,6 +171,21 @@ async def _post_body(
         if ephemeral:
             app.listening.discard(session)
             app.end_session(session, "stateless request done")
+
+
+@functools.lru_cache(maxsize=64)
+def _formats(content_type: str, accept: str | None) -> tuple[bool, bool]:
+    """Whether the answer may be JSON, and SSE, from the request's
+    ``Content-Type`` and ``Accept`` (``415`` / ``406`` when neither); clients
+    send the same few values, so each pair is worked out once."""
+    if content_type.partition(";")[0].strip().lower() != "application/json":
+        raise HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
+    accepted = media_types(accept)
+    json_ok = accepts(accepted, "application/json")
+    sse_ok = accepts(accepted, "text/event-stream")
+    if not (json_ok or sse_ok):
+        raise HttpError(406, "Not Acceptable: accept application/json and text/event-stream")
+    return json_ok, sse_ok
 
 
 def batch_limit(app: StreamableHttpApp) -> int:
@@ -190,7 +217,7 @@ async def _post_session(
         await respond(send, 202, b"", session_headers(session))
         return
     ids = [r.id for r in requests]
-    if len(set(ids)) != len(ids) or any(i in session.awaiting for i in ids):
+    if (len(ids) > 1 and len(set(ids)) != len(ids)) or any(i in session.awaiting for i in ids):
         raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
     mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
     conn = Conn(app.settings.sse_buffer, sse_ok)
@@ -200,7 +227,10 @@ async def _post_session(
     try:
         if mode == "sse":
             await stream.open_sse()
-        status = await session.enqueue(frame)
+        # A request answered as JSON is served right here when nothing waits
+        # ahead of it (no hop to a worker: its answer is on the stream after).
+        here = mode == "json" and not batch and not is_init
+        status = 0 if here and await session.serve_here(frame) else await session.enqueue(frame)
     except BaseException:
         session.abandon(stream)
         raise

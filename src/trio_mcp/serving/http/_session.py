@@ -192,6 +192,24 @@ class HttpSessionStream:
             await self._end_cancelled(frame)
         return 0
 
+    async def serve_here(self, request: Request) -> bool:
+        """Serve ``request`` in the calling task (a POST answered as JSON: its
+        related messages go to the GET stream, never to its own) when nothing
+        is queued ahead of it and its peer has room, as a worker would (see
+        :meth:`~trio_mcp.actors.Peer.serve_here`); its answer is then on its
+        stream. False when it must be enqueued instead."""
+        if self._direct is None or self.closed:
+            return False
+        stats = self._in_send.statistics()
+        if stats.current_buffer_used or not stats.tasks_waiting_receive:
+            return False  # something is queued ahead of it, or the reader is busy
+        self.touch()
+        self.established = True
+        served = True  # unless the peer says otherwise; cancelled: served, never answered
+        with trio.CancelScope() as scope:  # cancelled by the client's notifications/cancelled
+            served = await self.server_session.peer.serve_here(request, scope)
+        return served
+
     async def _end_cancelled(self, frame: Frame) -> None:
         """The client cancelled requests (``notifications/cancelled``): they
         will not be answered, so their POST responses end without an answer

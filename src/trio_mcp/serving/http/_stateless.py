@@ -51,6 +51,7 @@ from ...transports.http._headers import (
     param_header_map,
     param_map_mismatch,
 )
+from ...transports.http._headers import _Params as _HeaderParams
 from ...transports.http._sse import PING, format_event
 from ._config import ERROR_STATUS, VERSION_HEADER, Mode, answer_mode
 from ._watch import Guard
@@ -58,7 +59,7 @@ from ._watch import Guard
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
 
-__all__ = ["StatelessPath", "rejection"]
+__all__ = ["StatelessPath", "rejection", "request_parts"]
 
 log = logging.getLogger("trio_mcp.http.server")
 
@@ -67,11 +68,33 @@ class _AnyMeta(Struct):
     meta: Any = msgspec.field(default=None, name="_meta")
 
 
-def _envelope_problem(request: Request) -> tuple[int, McpError] | None:
+class _Parts(Struct):
+    """What the checks of a stateless request read of its params, decoded once."""
+
+    meta: Any = msgspec.field(default=None, name="_meta")
+    name: Any = None
+    uri: Any = None
+    task_id: Any = msgspec.field(default=None, name="taskId")
+    arguments: Any = None
+
+
+def request_parts(request: Request) -> _Parts | None:
+    """The params of ``request`` for the checks below (None when they are not
+    an object: each check then reads them on its own, and answers)."""
     try:
-        meta = coerce(request.params, _AnyMeta).meta
+        return coerce(request.params, _Parts)
     except (msgspec.ValidationError, msgspec.DecodeError):
-        meta = None
+        return None
+
+
+def _envelope_problem(request: Request, parts: _Parts | None) -> tuple[int, McpError] | None:
+    if parts is not None:
+        meta = parts.meta
+    else:
+        try:
+            meta = coerce(request.params, _AnyMeta).meta
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            meta = None
     if not isinstance(meta, dict):
         return 400, InvalidParams(
             "params._meta must be an object carrying the protocol version and client capabilities"
@@ -82,8 +105,14 @@ def _envelope_problem(request: Request) -> tuple[int, McpError] | None:
     return None
 
 
-def _header_problem(headers: dict[str, str], request: Request) -> tuple[int, McpError] | None:
-    problem = header_mismatch(headers, request)
+def _header_problem(
+    headers: dict[str, str], request: Request, parts: _Parts | None
+) -> tuple[int, McpError] | None:
+    message: Any = request
+    if parts is not None and isinstance(parts.meta, dict):  # the params already decoded
+        params = _HeaderParams(meta=parts.meta, name=parts.name, uri=parts.uri, task_id=parts.task_id)
+        message = Request(id=request.id, method=request.method, params=params)
+    problem = header_mismatch(headers, message)
     return None if problem is None else (400, HeaderMismatch(problem))
 
 
@@ -113,25 +142,43 @@ def _duplicated_params(scope: Scope) -> frozenset[str]:
     return frozenset(twice)
 
 
+#: Per method name: whether this era removed it (see _removed_method).
+_REMOVED: dict[str, bool] = {}
+#: Most method names remembered in _REMOVED (unknown names are the client's).
+_REMOVED_CACHE: Final = 256
+
+
 def _removed_method(request: Request) -> tuple[int, McpError] | None:
     # Known methods that this era removed (initialize, ping, logging/setLevel,
     # resources/subscribe, ...): the registry knows; unknown ones reach the
     # session, whose -32601 is sent with 404 too (ERROR_STATUS).
-    if lookup(request.method) is not None and not method_available(
-        request.method, MODERN_VERSIONS[-1], sender="client"
-    ):
-        return 404, MethodNotFound(
-            f"Method not found: {request.method} (not part of protocol {MODERN_VERSIONS[-1]})"
+    method = request.method
+    removed = _REMOVED.get(method)
+    if removed is None:
+        removed = lookup(method) is not None and not method_available(
+            method, MODERN_VERSIONS[-1], sender="client"
         )
+        if len(_REMOVED) >= _REMOVED_CACHE:
+            _REMOVED.clear()
+        _REMOVED[method] = removed
+    if removed:
+        return 404, MethodNotFound(f"Method not found: {method} (not part of protocol {MODERN_VERSIONS[-1]})")
     return None
 
 
-def rejection(headers: dict[str, str], request: Request) -> tuple[int, McpError] | None:
+def rejection(
+    headers: dict[str, str], request: Request, parts: _Parts | None = None
+) -> tuple[int, McpError] | None:
     """The validation ladder of a stateless request, first failure wins:
     ``_meta`` envelope (-32602), mirrored headers (-32020), the method exists
     in this era (404, -32601); the session checks the version (-32022) and
-    capabilities (-32021), answered with HTTP 400."""
-    return _envelope_problem(request) or _header_problem(headers, request) or _removed_method(request)
+    capabilities (-32021), answered with HTTP 400. ``parts``: its
+    :func:`request_parts`, when already read."""
+    return (
+        _envelope_problem(request, parts)
+        or _header_problem(headers, request, parts)
+        or _removed_method(request)
+    )
 
 
 class _MetaOnly(Struct):
@@ -159,11 +206,14 @@ class _NoWire:
 
 class _InlineAnswer:
     """The HTTP answer of a stateless request served in its own ASGI task:
-    one JSON body, or an SSE stream (from the start in ``sse`` mode; in
-    ``auto`` mode from the handler's first notification) carrying the
-    handler's notifications, then the answer. No event ids: nothing of a
-    stateless request can be resumed. Runs in the POST's :class:`Guard`
-    scope; an SSE stream's keep-alive comments come from the POST's watcher."""
+    one JSON body, or an SSE stream carrying the handler's notifications,
+    then the answer (``sse`` mode, or ``auto`` mode once the handler
+    notifies). No event ids: nothing of a stateless request can be resumed.
+    The stream starts with the first thing it carries (a notification, a
+    keep-alive comment, the answer), so an answer that comes first goes out
+    like a JSON one: the response's start, then one body write that ends it.
+    Runs in the POST's :class:`Guard` scope; an SSE stream's keep-alive
+    comments come from the POST's watcher."""
 
     __slots__ = ("app", "error_status", "guard", "lock", "mode", "send", "sse_ok", "started")
 
@@ -183,19 +233,24 @@ class _InlineAnswer:
         self.sse_ok = sse_ok
         self.guard = guard
         self.started = False
-        self.lock = trio.Lock()
+        #: Serialises the SSE writes (the handler's, the watcher's pings); made with the stream.
+        self.lock: trio.Lock | None = None
+        if mode == "sse":
+            guard.keep_alive(self._ping, app.settings.ping_interval)
 
     async def start_sse(self) -> None:
         self.mode = "sse"
         self.started = True
+        self.lock = lock = trio.Lock()
         self.app._sse_connections += 1
-        with trio.fail_after(self.app.settings.write_timeout):
-            await start_event_stream(self.send)
         self.guard.keep_alive(self._ping, self.app.settings.ping_interval)
+        async with lock:
+            with trio.fail_after(self.app.settings.write_timeout):
+                await start_event_stream(self.send)
 
     async def notify(self, note: Notification) -> None:
         """A notification of the handler (progress, a log message)."""
-        if self.mode != "sse":
+        if not self.started:
             if self.mode == "json" or not self.sse_ok:
                 self.app._dropped += 1  # a JSON answer cannot carry it
                 return
@@ -215,12 +270,15 @@ class _InlineAnswer:
         self.guard.scope.cancel()
 
     async def _write(self, data: bytes, more: bool = True) -> None:
+        assert self.lock is not None  # only on a started SSE stream
         async with self.lock:
             with trio.fail_after(self.app.settings.write_timeout):
                 await self.send({"type": "http.response.body", "body": data, "more_body": more})
 
     async def _ping(self) -> None:
         """A keep-alive comment, from the POST's watcher (see :class:`Guard`)."""
+        if not self.started:
+            await self._guarded(self.start_sse())
         await self._guarded(self._write(PING))
 
     async def finish(self, reply: Response | ErrorResponse) -> None:
@@ -228,8 +286,14 @@ class _InlineAnswer:
         and out of reach of the disconnect watcher (see :meth:`Guard.writing`)."""
         self.guard.writing(self.app.settings.write_timeout)
         if self.started:
-            await self._write(format_event(None, encode(reply)))
-            await self._write(b"", more=False)
+            await self._write(format_event(None, encode(reply)), more=False)  # with the end
+            return
+        if self.mode == "sse":  # the answer first: the whole stream, its length known
+            self.started = True
+            self.app._sse_connections += 1
+            body = format_event(None, encode(reply))
+            await start_event_stream(self.send, [(b"content-length", b"%d" % len(body))])
+            await self.send({"type": "http.response.body", "body": body, "more_body": False})
             return
         status = 200
         if self.error_status and type(reply) is ErrorResponse:
@@ -274,15 +338,24 @@ class StatelessPath:
         self._handshake.clear()
 
     async def param_problem(
-        self, server_session: Any, scope: Scope, headers: dict[str, str], request: Request
+        self,
+        server_session: Any,
+        scope: Scope,
+        headers: dict[str, str],
+        request: Request,
+        parts: _Parts | None = None,
     ) -> str | None:
         """Why the ``Mcp-Param-*`` headers of a stateless ``tools/call`` do not
         mirror its arguments (None when they do, or when nothing can be checked:
         malformed params, which the session answers, or an unlisted tool)."""
-        try:
-            call = coerce(request.params, _CallOnly)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return None
+        call: _Parts | _CallOnly
+        if parts is not None:
+            call = parts
+        else:
+            try:
+                call = coerce(request.params, _CallOnly)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                return None
         arguments = {} if call.arguments is None else call.arguments
         if not isinstance(call.name, str) or not isinstance(arguments, dict):
             return None
@@ -292,8 +365,8 @@ class StatelessPath:
         if found is None:
             return None
         header_map, schema = found
-        if header_map is None:
-            return None
+        if not header_map:
+            return None  # no annotations: no Mcp-Param-* header is checked
         duplicated = _duplicated_params(scope)
         return param_map_mismatch(header_map, schema, arguments, headers, duplicated=duplicated)
 
@@ -378,6 +451,7 @@ class StatelessPath:
         sse_ok: bool,
         guard: Guard,
         send: Send,
+        parts: _Parts | None = None,
     ) -> None:
         """A stateless request (not ``subscriptions/listen``) of a shared app,
         served in this ASGI task by the one server session that serves them
@@ -389,7 +463,7 @@ class StatelessPath:
         server = self.server()
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
             # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
-            problem = await self.param_problem(server, scope, headers, request)
+            problem = await self.param_problem(server, scope, headers, request, parts)
             if problem is not None:
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
                 return
@@ -463,8 +537,6 @@ class StatelessPath:
         self._inline_answers.add(answer)
         guard.watch_after_delay()
         try:
-            if mode == "sse":
-                await answer.start_sse()
             token = REQUEST_HEADERS.set((server.peer, headers))
             try:
                 reply = await server.peer.serve_inline(request, answer.notify)

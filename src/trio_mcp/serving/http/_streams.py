@@ -10,7 +10,6 @@ them their ids), so a broken stream can be resumed.
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -38,16 +37,100 @@ class Conn:
 
     Items: ``("e", event_id, data)`` for an SSE event, ``("j", messages)`` for
     the JSON answer of a POST, ``("x",)`` for a POST whose requests were all
-    cancelled (no answer: ``202``, or the end of its SSE stream). The producer closes the channel when the
+    cancelled (no answer: ``202``, or the end of its SSE stream). The producer
+    ends it (:meth:`finish` with a last item, or :meth:`close`) when the
     stream is complete; ``complete`` tells the consumer it may forget it.
+
+    SSE events travel through a bounded channel (``send`` / ``recv``), made
+    when first used: a POST answered as JSON, the usual case, only ever gets
+    its one last item, handed over without one (see :meth:`next`).
     """
 
-    __slots__ = ("complete", "recv", "send", "sse_ok")
+    __slots__ = ("_buffer", "_closed", "_last", "_recv", "_send", "_wake", "complete", "sse_ok")
 
     def __init__(self, buffer: int, sse_ok: bool) -> None:
-        self.send, self.recv = trio.open_memory_channel[tuple[Any, ...]](buffer)
+        self._buffer = buffer
+        self._send: trio.MemorySendChannel[tuple[Any, ...]] | None = None
+        self._recv: trio.MemoryReceiveChannel[tuple[Any, ...]] | None = None
+        self._last: tuple[Any, ...] | None = None
+        self._closed = False
+        self._wake: trio.Event | None = None
         self.sse_ok = sse_ok
         self.complete = False
+
+    def _open(self) -> None:
+        self._send, self._recv = trio.open_memory_channel[tuple[Any, ...]](self._buffer)
+        if self._closed:  # ended before anyone asked for the channel
+            if self._last is not None:
+                self._send.send_nowait(self._last)
+                self._last = None
+            self._send.close()
+        self._woken()
+
+    def _woken(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    @property
+    def send(self) -> trio.MemorySendChannel[tuple[Any, ...]]:
+        if self._send is None:
+            self._open()
+        assert self._send is not None
+        return self._send
+
+    @property
+    def recv(self) -> trio.MemoryReceiveChannel[tuple[Any, ...]]:
+        if self._recv is None:
+            self._open()
+        assert self._recv is not None
+        return self._recv
+
+    @property
+    def ended(self) -> bool:
+        """Whether the producer has ended it (its last item is queued)."""
+        return self._closed
+
+    def finish(self, item: tuple[Any, ...]) -> bool:
+        """The last item, and the end; False if it could not be queued."""
+        if self._closed:
+            return False
+        send = self._send
+        if send is None:
+            self._last = item
+            self._closed = True
+            self._woken()
+            return True
+        self._closed = True
+        try:
+            send.send_nowait(item)
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            send.close()
+            return False
+        send.close()
+        return True
+
+    def close(self) -> None:
+        """The end (the items queued still go out)."""
+        self._closed = True
+        if self._send is not None:
+            self._send.close()
+        else:
+            self._woken()
+
+    async def next(self) -> tuple[Any, ...] | None:
+        """The next item; None at the end."""
+        while self._recv is None:
+            if self._closed:
+                await trio.lowlevel.checkpoint()
+                item, self._last = self._last, None
+                return item
+            if self._wake is None:
+                self._wake = trio.Event()
+            await self._wake.wait()
+        try:
+            return await self._recv.receive()
+        except trio.EndOfChannel:
+            return None
 
 
 #: An event to write: (id or None without an event store, data).
@@ -80,16 +163,25 @@ class OutStream:
         self.backlog: deque[bytes] | None = deque() if standalone else None
         self.done = False
         self.has_ids = False  # an event with an id was sent: the client can resume
-        self.lock = trio.Lock()
+        self._lock: trio.Lock | None = None
         #: The headers of the POST this stream answers (``Context.request_headers``).
         self.headers: dict[str, str] | None = None
+
+    @property
+    def lock(self) -> trio.Lock:
+        """Orders the awaits of the SSE path (made when first needed)."""
+        lock = self._lock
+        if lock is None:
+            lock = self._lock = trio.Lock()
+        return lock
 
     # ------------------------------------------------------------ producer
 
     async def deliver(self, message: Any, answers: int | str | None = None) -> bool:
         """Route ``message`` here; False if this stream cannot carry it (a
         related message on a JSON-answered POST: the caller reroutes it)."""
-        if answers is not None and self.mode != "sse" and not self.lock.locked():
+        lock = self._lock
+        if answers is not None and self.mode != "sse" and (lock is None or not lock.locked()):
             # An answer on a JSON stream: nothing to await, so no lock to take
             # (the lock orders the awaits of the SSE path).
             await trio.lowlevel.checkpoint_if_cancelled()
@@ -159,8 +251,11 @@ class OutStream:
         conn = self.conn
         if conn is not None:
             try:
-                with trio.fail_after(session.settings.write_timeout):
-                    await conn.send.send(("e", event_id, data))
+                try:
+                    conn.send.send_nowait(("e", event_id, data))
+                except trio.WouldBlock:  # a full buffer: wait for room, bounded
+                    with trio.fail_after(session.settings.write_timeout):
+                        await conn.send.send(("e", event_id, data))
                 return
             except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
                 self.detach(conn)
@@ -187,9 +282,7 @@ class OutStream:
                 conn = self.conn
                 if conn is not None:
                     conn.complete = True
-                    with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
-                        conn.send.send_nowait(("x",))  # (a JSON-mode conn carries nothing else)
-                    conn.send.close()
+                    conn.finish(("x",))  # (a JSON-mode conn carries nothing else)
                     self.conn = None
 
     def _finish_json(self) -> None:
@@ -201,11 +294,8 @@ class OutStream:
             self._forget_detached()
             return
         conn.complete = True
-        try:
-            conn.send.send_nowait(("j", self.answers))
-        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+        if not conn.finish(("j", self.answers)):
             self.session.dropped(len(self.answers))
-        conn.send.close()
         self.conn = None
 
     def _finish(self) -> None:
@@ -214,7 +304,7 @@ class OutStream:
         conn = self.conn
         if conn is not None:
             conn.complete = True
-            conn.send.close()
+            conn.close()
             self.conn = None
         else:
             self._forget_detached()
@@ -279,7 +369,7 @@ class OutStream:
     def detach(self, conn: Conn) -> None:
         if self.conn is conn:
             self.conn = None
-        conn.send.close()
+        conn.close()
 
     def close(self) -> None:
         """The session ended: end the connection (its queued items still go out)."""
@@ -287,4 +377,4 @@ class OutStream:
         conn = self.conn
         if conn is not None:
             self.conn = None
-            conn.send.close()
+            conn.close()

@@ -1,10 +1,13 @@
 """One cancel scope per POST, and a task watching for its client going away
 only once the POST has taken a while.
 
-A :class:`Guard` is a POST's one cancel scope. Its deadline bounds the body
-(``body_timeout``), is lifted while the request is served, and bounds the
-answer's write (``write_timeout``); a watcher cancels it when the client
-goes away. Most POSTs are answered within milliseconds, and a task per POST
+A :class:`Guard` is a POST's one cancel scope. A body that is not all there
+when the POST starts is bounded by its deadline (``body_timeout``), lifted
+once it is in; the answer's last write is bounded by ``write_timeout``; a
+watcher cancels the scope when the client goes away. The common, fast POST
+changes no deadline at all: the write's bound is set by the
+:class:`DisconnectWatch` when it finds the write still going on (a write
+that never blocks is over long before). Most POSTs are answered within milliseconds, and a task per POST
 only to notice a client that left costs more than the answer, so the
 :class:`DisconnectWatch` (one task per app) starts a watcher only for the
 POSTs still running ``disconnect_watch_delay`` seconds after they asked for
@@ -38,23 +41,32 @@ class Guard:
         "done",
         "due",
         "now",
+        "over",
         "ping",
         "ping_interval",
+        "queued",
         "reading",
         "receive",
         "scope",
         "watch",
         "watcher",
+        "write_deadline",
     )
 
-    def __init__(self, watch: DisconnectWatch, receive: Receive, body_timeout: float) -> None:
+    def __init__(self, watch: DisconnectWatch, receive: Receive) -> None:
         self.watch = watch
         self.receive = receive
         self.now = watch.now
-        self.scope = trio.CancelScope(deadline=self.now() + body_timeout)
-        self.reading = True
+        self.scope = trio.CancelScope()
+        self.reading = False
         #: No watcher wanted any more (answered, or the POST is over).
         self.done = False
+        #: The POST is over: nothing left to watch or bound.
+        self.over = False
+        #: In the watch's queue (see :meth:`DisconnectWatch.add`).
+        self.queued = False
+        #: When the last write, once begun, is given up (applied by the watch).
+        self.write_deadline = math.inf
         self.due = math.inf
         self.watcher: trio.CancelScope | None = None
         #: Written every ``ping_interval`` seconds by the watcher, once it
@@ -73,6 +85,12 @@ class Guard:
     def body_timed_out(self) -> bool:
         return self.reading and self.scope.cancelled_caught
 
+    def read_slowly(self, body_timeout: float) -> None:
+        """The body is not all there yet: wait for it at most ``body_timeout``
+        (in the scope)."""
+        self.reading = True
+        self.scope.deadline = self.now() + body_timeout
+
     def body_read(self) -> None:
         """The body is in: no deadline while the request is served."""
         self.reading = False
@@ -86,9 +104,19 @@ class Guard:
     def writing(self, timeout: float) -> None:
         """The last write begins: no watcher may cancel it (hypercorn reports
         a disconnect while it recycles the connection inside that very send),
-        and ``timeout`` bounds it."""
-        self.stop_watching()
-        self.scope.deadline = self.now() + timeout
+        and ``timeout`` bounds it: at once when a watcher ran, otherwise set
+        by the watch if it finds the write still going on (``timeout`` or
+        ``disconnect_watch_delay``, whichever is longer)."""
+        self.done = True
+        watcher = self.watcher
+        if watcher is not None:
+            self.watcher = None
+            watcher.cancel()
+            self.scope.deadline = self.now() + timeout
+            return
+        self.write_deadline = self.now() + timeout
+        if not self.queued:
+            self.watch.add(self)
 
     def stop_watching(self) -> None:
         self.done = True
@@ -96,6 +124,11 @@ class Guard:
         if watcher is not None:
             self.watcher = None
             watcher.cancel()
+
+    def end(self) -> None:
+        """The POST is over."""
+        self.over = True
+        self.stop_watching()
 
 
 class DisconnectWatch:
@@ -111,10 +144,11 @@ class DisconnectWatch:
         self._queue: deque[Guard] = deque()
         self._parked: trio.lowlevel.Task | None = None
 
-    def guard(self, receive: Receive, body_timeout: float) -> Guard:
-        return Guard(self, receive, body_timeout)
+    def guard(self, receive: Receive) -> Guard:
+        return Guard(self, receive)
 
     def add(self, guard: Guard) -> None:
+        guard.queued = True
         guard.due = self.now() + self.delay
         self._queue.append(guard)
         task = self._parked
@@ -142,8 +176,13 @@ class DisconnectWatch:
                 now = self.now()
                 while queue and queue[0].due <= now:
                     guard = queue.popleft()
+                    guard.queued = False
+                    if guard.over:
+                        continue
                     if not guard.done:
                         nursery.start_soon(_watch_one, guard)
+                    elif guard.write_deadline < math.inf:
+                        guard.scope.deadline = guard.write_deadline  # a write still going on
 
     def close(self) -> None:
         """The app stops: forget every guard (their POSTs are ending)."""

@@ -1,0 +1,174 @@
+"""The fast path of a POST (issue 11's speed work), over real HTTP: a request
+in a session answered as JSON is served in its POST's own task, yet keeps the
+session's rules (cancelled by the client's ``notifications/cancelled``,
+bounded in-flight, server-to-client requests on the GET stream); a stateless
+SSE answer that comes first goes out whole, with its length."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import trio
+
+from trio_mcp.actors import PeerLimits
+from trio_mcp.server import Context, MCPServer
+
+from .test_server import ACCEPT_BOTH, TIMEOUT, http, initialize, serving
+
+MODERN = "2026-07-28"
+
+
+def _gated_app(limits: PeerLimits | None = None) -> tuple[MCPServer, dict[str, Any]]:
+    """A tool that waits at a gate, counting the calls that entered it and
+    the ones that were cancelled there."""
+    state: dict[str, Any] = {"entered": 0, "cancelled": 0, "gate": trio.Event()}
+    app = MCPServer("fast-path", limits=limits) if limits is not None else MCPServer("fast-path")
+
+    @app.tool
+    async def wait() -> str:
+        state["entered"] += 1
+        try:
+            await state["gate"].wait()
+        except trio.Cancelled:
+            state["cancelled"] += 1
+            raise
+        return "through"
+
+    @app.tool
+    async def echo(text: str) -> str:
+        return text
+
+    @app.tool
+    async def ask(ctx: Context) -> str:
+        await ctx.session.peer.ping()  # a request to the client, answered on another POST
+        return "pong"
+
+    return app, state
+
+
+async def _until(predicate: Any) -> None:
+    while not predicate():
+        await trio.sleep(0.01)
+
+
+async def test_a_json_answered_call_served_in_its_post_is_cancelled_by_the_client() -> None:
+    app, state = _gated_app()
+    async with serving(app, json_response=True) as (_, url), http() as client:
+        session = await initialize(client, url)
+        call = session.request("tools/call", {"name": "wait", "arguments": {}})
+        outcome: dict[str, httpx.Response] = {}
+
+        async def post_call() -> None:
+            outcome["call"] = await session.post(call)
+
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(post_call)
+                await _until(lambda: state["entered"] == 1)
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": call["id"]},
+                }
+                assert (await session.post(cancel)).status_code == 202
+        assert state["cancelled"] == 1
+        assert outcome["call"].status_code == 202  # never answered
+        assert outcome["call"].content == b""
+        # The session goes on: the next call is answered.
+        echo = await session.post(session.request("tools/call", {"name": "echo", "arguments": {"text": "x"}}))
+        assert echo.status_code == 200
+        assert echo.json()["result"]["content"][0]["text"] == "x"
+
+
+async def test_calls_served_in_their_posts_are_bounded_like_any_other() -> None:
+    """With room for 2 handlers and 1 queued request, a third and fourth call
+    while two wait at the gate: the third waits its turn, the fourth is refused
+    (overloaded) at once; opening the gate answers the three."""
+    limits = PeerLimits(max_concurrent_handlers=2, max_queued_requests=1)
+    app, state = _gated_app(limits)
+    async with serving(app, json_response=True) as (_, url), http() as client:
+        session = await initialize(client, url)
+        answers: list[dict[str, Any]] = []
+
+        async def call() -> None:
+            response = await session.post(session.request("tools/call", {"name": "wait", "arguments": {}}))
+            assert response.status_code == 200
+            answers.append(response.json())
+
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                for _ in range(3):
+                    nursery.start_soon(call)
+                await _until(lambda: state["entered"] == 2)
+                await _until(lambda: app_running(app) == 3)
+                refused = await session.post(session.request("tools/call", {"name": "wait", "arguments": {}}))
+                assert refused.status_code == 200
+                assert refused.json()["error"]["code"] == -32001  # overloaded, at once
+                state["gate"].set()
+        assert [a["result"]["content"][0]["text"] for a in answers] == ["through"] * 3
+        assert state["entered"] == 3
+
+
+def app_running(app: MCPServer) -> int:
+    """Requests admitted in the app's (one) session: running plus queued."""
+    sessions = list(app.sessions)
+    if not sessions:
+        return 0
+    stats = sessions[0].peer.statistics()
+    return int(stats.handlers_running + stats.requests_queued)
+
+
+async def test_a_request_to_the_client_from_a_call_served_in_its_post_goes_on_the_get_stream() -> None:
+    app, _ = _gated_app()
+    async with serving(app, json_response=True) as (_, url), http() as client:
+        session = await initialize(client, url)
+        result: dict[str, httpx.Response] = {}
+
+        async def post_call() -> None:
+            result["call"] = await session.post(
+                session.request("tools/call", {"name": "ask", "arguments": {}})
+            )
+
+        headers = session.headers(accept="text/event-stream")
+        with trio.fail_after(TIMEOUT):
+            async with client.stream("GET", url, headers=headers) as stream, trio.open_nursery() as nursery:
+                assert stream.status_code == 200
+                nursery.start_soon(post_call)
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:") and '"ping"' in line:
+                        request = json.loads(line[5:])
+                        reply = {"jsonrpc": "2.0", "id": request["id"], "result": {}}
+                        assert (await session.post(reply)).status_code == 202
+                        break
+        assert result["call"].status_code == 200
+        assert result["call"].json()["result"]["content"][0]["text"] == "pong"
+
+
+async def test_a_stateless_sse_answer_that_comes_first_goes_out_whole_with_its_length() -> None:
+    app, _ = _gated_app()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta},
+    }
+    headers = {
+        **ACCEPT_BOTH,
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "echo",
+    }
+    async with serving(app, json_response=False) as (_, url), http() as client:
+        with trio.fail_after(TIMEOUT):
+            response = await client.post(url, content=json.dumps(body), headers=headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert int(response.headers["content-length"]) == len(response.content)
+    events = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    assert [json.loads(e)["result"]["content"][0]["text"] for e in events] == ["hi"]
