@@ -33,11 +33,18 @@ calls of the whole driver run).
 
 The driver (``drivers/http_driver.mjs``: raw JSON-RPC over an undici Pool of
 ``--connections`` keep-alive connections) runs ``--concurrency`` callers per
-row for ``--seconds`` after a warm-up. A row: calls/s, p50/p99 latency, the
-server's CPU µs per call (parent and workers summed, from ``/proc``), the
-driver's. Reported: medians over the rounds (min–max), and per round the
-ratio 2 workers / 1 process of calls/s (issue 12's targets, for context:
-≥ 1.7 for the stateless era, ≥ 1.5 for sessions), with each round's load
+row for ``--seconds`` after a warm-up (``--prime`` seconds more for its
+first row: Node's and the server's CPU per call settle over the first few
+thousand calls, and on 2 CPUs the driver's share decides the 2-worker
+figure). A row: calls/s, p50/p99 latency, the server's CPU µs per call
+(parent and workers summed, from ``/proc``), the driver's. Reported:
+medians over the rounds (min–max); per round the ratio 2 workers / 1
+process of calls/s and of *capacity*, the calls/s the CPU per call allows
+on an idle machine (each server process at most one CPU; server, driver and
+redis-server sharing the CPUs), which a loaded machine can estimate where
+its calls/s mean little; the busiest worker's share of the workers' CPU (how
+evenly the kernel spread the connections); issue 12's targets, for context
+(≥ 1.7 for the stateless era, ≥ 1.5 for sessions); each round's load
 average. The machine has 2 cores shared with whatever else runs: only a
 quiet machine can show the ratio the cores allow.
 """
@@ -181,11 +188,13 @@ class RedisProbe:
     def snapshot(self) -> tuple[int | None, int | None]:
         found = re.search(r"^cmdstat_xadd:calls=(\d+)", self._info("commandstats"), re.MULTILINE)
         entries = None if self.command is None else int(found.group(1)) if found else 0
-        ticks = None
-        if self.pid is not None:
-            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks = int(fields[11]) + int(fields[12])
-        return entries, ticks
+        return entries, None if self.pid is None else process_ticks(self.pid)
+
+
+def process_ticks(pid: int) -> int:
+    """CPU time (utime + stime, clock ticks) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def capacity(row: dict[str, Any], processes: int) -> float:
@@ -203,6 +212,7 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
     server = CliServer(options)
     probe = RedisProbe(args.redis) if args.redis and "--redis" in options else None
     before = probe.snapshot() if probe is not None else (None, None)
+    workers_before = [process_ticks(pid) for pid in server.pids[1:]]
     try:
         driver = {
             "url": server.url,
@@ -220,6 +230,14 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
         }
         budget = len(eras) * (args.warmup + args.seconds + 10) + args.prime + 30
         rows = run_driver(args.node, "http_driver.mjs", driver, budget)
+        spent = [
+            process_ticks(pid) - ticks for pid, ticks in zip(server.pids[1:], workers_before, strict=True)
+        ]
+        if sum(spent) > 0:
+            # How evenly the kernel spread the connections over the driver's run
+            # (0.5 for 2 workers: evenly; 1: one worker did all).
+            for row in rows:
+                row["busiest_worker"] = round(max(spent) / sum(spent), 3)
         if probe is not None and len(rows) == 1 and rows[0]["calls_per_s"]:
             # Over the whole driver run (warm-up and priming too): ≈.
             after = probe.snapshot()
@@ -279,6 +297,12 @@ def print_report(doc: dict[str, Any]) -> None:
     print()
     print("ratios (calls_per_s: > 1 serves more; server_cpu_us: > 1 spends more per call):")
     print(ratio_table(doc["summary"]["ratios"], [r["round"] for r in doc["rounds"]], "era callers"))
+    if busiest := [r for r in doc["rows"] if "busiest_worker" in r]:
+        print(
+            "the busiest worker's share of the workers' CPU (0.5: the kernel spread the connections evenly):"
+        )
+        for r in busiest:
+            print(f"  round {r['round']} {r['impl']:<24} {r['era']:<10} {r['busiest_worker']:.2f}")
     if forwarded := doc["summary"].get("forwarded"):
         print(
             "share of the calls forwarded to their session's owner, redis-server's CPU µs/call (≈, per round):"
@@ -301,9 +325,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--prime",
         type=float,
-        default=2.0,
-        help="more warm-up for a driver's first row (default 2 s: Node compiles its hot code meanwhile, "
-        "on CPUs the servers share)",
+        default=5.0,
+        help="more warm-up for a driver's first row (default 5 s: Node's and the servers' CPU per call "
+        "settle over the first few thousand calls, and the driver shares the CPUs with the servers)",
     )
     parser.add_argument("--concurrency", type=int, default=64, help="callers in flight (default 64)")
     parser.add_argument("--connections", type=int, default=64, help="the driver's keep-alive connections")
