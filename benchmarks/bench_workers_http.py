@@ -16,14 +16,15 @@ an order rotated every round:
 * with ``--redis URL`` also ``1 process redis`` and ``2 workers redis``
   (``--redis URL``, sessions shared through Redis): the handshake era with
   ``--sessions`` sessions (64 by default, caller i using session i mod 64),
-  each request of a session on whichever connection of the driver's pool is
-  free, so on either process (no stickiness: about half the requests reach
-  the process that does not own their session and are forwarded to it);
+  each opened on a keep-alive connection of its own (so they start on every
+  process, as the kernel hands out the connections), each request sent on
+  the next of those connections in turn (round robin per request, no
+  stickiness: with 2 processes half the requests reach the one that does not
+  own their session and are forwarded to it);
 * and ``1 process redis pinned`` and ``2 workers redis pinned``: the same
-  sessions, each on a keep-alive connection of its own (its ``initialize``
-  too), so it lives where the kernel gave its connection, and is forwarded
-  only when that connection is replaced (a client that keeps its
-  connection, as the SDKs' HTTP clients do).
+  sessions, each request on its session's own connection, so a session lives
+  where the kernel gave its connection, and is forwarded only when that
+  connection is replaced (a client that keeps its connection).
 
 Both kinds spread the sessions over the processes (round robin, as the
 kernel hands out the connections). With ``--redis``, each session row also
@@ -40,8 +41,8 @@ figure). A row: calls/s, p50/p99 latency, the server's CPU µs per call
 (parent and workers summed, from ``/proc``), the driver's. Reported:
 medians over the rounds (min–max); per round the ratio 2 workers / 1
 process of calls/s and of *capacity*, the calls/s the CPU per call allows
-on an idle machine (each server process at most one CPU; server, driver and
-redis-server sharing the CPUs), which a loaded machine can estimate where
+on an idle machine (each server process at most one CPU, the busiest with
+its share of the work; server, driver and redis-server sharing the CPUs), which a loaded machine can estimate where
 its calls/s mean little; the busiest worker's share of the workers' CPU (how
 evenly the kernel spread the connections); issue 12's targets, for context
 (≥ 1.7 for the stateless era, ≥ 1.5 for sessions); each round's load
@@ -199,11 +200,13 @@ def process_ticks(pid: int) -> int:
 
 def capacity(row: dict[str, Any], processes: int) -> float:
     """Calls/s the row's CPU per call allows on an idle machine of this
-    many CPUs: the server's processes (at most one CPU each), the driver
-    and redis-server sharing them."""
+    many CPUs: the server's processes (at most one CPU each, the busiest
+    with its share of the work), the driver and redis-server sharing them."""
     cpus = os.cpu_count() or 1
-    total = row["server_cpu_us"] + row["driver_cpu_us"] + row.get("redis_cpu_us", 0.0)
-    return min(processes * 1e6 / row["server_cpu_us"], cpus * 1e6 / total)
+    server = row["server_cpu_us"]
+    total = server + row["driver_cpu_us"] + row.get("redis_cpu_us", 0.0)
+    busiest = row.get("busiest_worker", 1.0 / processes)
+    return min(1e6 / (server * busiest), cpus * 1e6 / total)
 
 
 def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -219,7 +222,10 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
             "eras": list(eras),
             "handshake": True,
             "sessions": args.sessions,
-            "pinSessions": pinned,
+            # Every session opened on a connection of its own (so sessions start on
+            # every process); pinned: its calls there, else on each connection in turn.
+            "pinSessions": "--redis" in options,
+            "rotate": not pinned,
             "concurrencies": [args.concurrency],
             "connections": args.connections,
             "warmup": args.warmup,
@@ -313,7 +319,7 @@ def print_report(doc: dict[str, Any]) -> None:
             print(f"  {impl:<24} " + "  ".join(cells))
     print(
         "capacity: the calls/s a row's CPU per call allows on an idle machine (server processes at most "
-        "one CPU each; server, driver and redis-server sharing the CPUs)"
+        "one CPU each, the busiest worker with its share; server, driver and redis-server sharing the CPUs)"
     )
     print("issue 12's targets, for context: " + ", ".join(f"{k} ≥ {v:.1f}×" for k, v in TARGETS.items()))
 

@@ -20,10 +20,13 @@
 //   prime          extra warm-up of the first row (the server's and the driver's code is cold)
 //   serverPid, clockTicks   for the server's CPU time (/proc/<pid>/stat utime+stime; a list
 //                  of pids: their sum, e.g. a parent and its worker processes)
-//   sessions       handshake era: this many sessions (default 1), caller i using session
-//                  i mod sessions (with several server processes, sessions spread over them)
-//   pinSessions    handshake era: each session on a keep-alive connection of its own (its
-//                  initialize too), instead of any connection of the pool
+//   sessions       handshake era: this many sessions (default 1), opened at once, caller i
+//                  using session i mod sessions (with several server processes, sessions
+//                  spread over them)
+//   pinSessions    handshake era: each session opened on a keep-alive connection of its own,
+//                  and its calls sent there, instead of on any connection of the pool
+//   rotate         with pinSessions: each call on the next of those connections in turn
+//                  (round robin per request: a session's calls on every connection)
 // Every row first checks one answer whole (the echoed text), then runs its callers
 // back-to-back for warmup + seconds; the calls that complete inside the measured
 // window count. Prints one JSON line per row on stdout:
@@ -164,9 +167,11 @@ async function runRow(era, shapes, concurrency, warmup) {
   }
 
   let nextCaller = 0;
+  let nextConnection = 0;
   function caller() {
-    const { headers, pool: via } = shapes[nextCaller++ % shapes.length];
+    const { headers, pool: own } = shapes[nextCaller++ % shapes.length];
     return async function call() {
+      const via = opts.rotate && pinned.length ? pinned[nextConnection++ % pinned.length] : own;
       const { status, text } = await post(headers, body(), via);
       if (status !== 200 || !text.includes('"result"')) throw new Error(`${era} tools/call: HTTP ${status} ${text}`);
     };
@@ -191,8 +196,9 @@ try {
   let prime = opts.prime;
   for (const era of opts.eras) {
     const count = era === MODERN ? 1 : opts.sessions || 1;
-    const shapes = [];
-    for (let i = 0; i < count; i++) shapes.push(await callShape(era));
+    // All at once, so that the pool opens a connection for each (with several
+    // server processes, the sessions start on all of them).
+    const shapes = await Promise.all(Array.from({ length: count }, () => callShape(era)));
     for (const concurrency of opts.concurrencies) {
       const row = await runRow(era, shapes, concurrency, opts.warmup + prime);
       prime = 0;
