@@ -16,16 +16,36 @@ an order rotated every round:
 * with ``--redis URL`` also ``1 process redis`` and ``2 workers redis``
   (``--redis URL``, sessions shared through Redis): the handshake era with
   ``--sessions`` sessions (64 by default, caller i using session i mod 64),
-  which the kernel's spreading of the driver's connections over the
-  processes makes land anywhere (round robin with no stickiness).
+  each opened on a keep-alive connection of its own (so they start on every
+  process, as the kernel hands out the connections), each request sent on
+  the next of those connections in turn (round robin per request, no
+  stickiness: with 2 processes half the requests reach the one that does not
+  own their session and are forwarded to it);
+* and ``1 process redis pinned`` and ``2 workers redis pinned``: the same
+  sessions, each request on its session's own connection, so a session lives
+  where the kernel gave its connection, and is forwarded only when that
+  connection is replaced (a client that keeps its connection).
+
+Both kinds spread the sessions over the processes (round robin, as the
+kernel hands out the connections). With ``--redis``, each session row also
+reports the share of its calls that were forwarded (≈: from Redis's count
+of inbox entries, ``INFO commandstats``, two per forwarded call, over the
+calls of the whole driver run).
 
 The driver (``drivers/http_driver.mjs``: raw JSON-RPC over an undici Pool of
 ``--connections`` keep-alive connections) runs ``--concurrency`` callers per
-row for ``--seconds`` after a warm-up. A row: calls/s, p50/p99 latency, the
-server's CPU µs per call (parent and workers summed, from ``/proc``), the
-driver's. Reported: medians over the rounds (min–max), and per round the
-ratio 2 workers / 1 process of calls/s (issue 12's targets, for context:
-≥ 1.7 for the stateless era, ≥ 1.5 for sessions), with each round's load
+row for ``--seconds`` after a warm-up (``--prime`` seconds more for its
+first row: Node's and the server's CPU per call settle over the first few
+thousand calls, and on 2 CPUs the driver's share decides the 2-worker
+figure). A row: calls/s, p50/p99 latency, the server's CPU µs per call
+(parent and workers summed, from ``/proc``), the driver's. Reported:
+medians over the rounds (min–max); per round the ratio 2 workers / 1
+process of calls/s and of *capacity*, the calls/s the CPU per call allows
+on an idle machine (each server process at most one CPU, the busiest with
+its share of the work; server, driver and redis-server sharing the CPUs), which a loaded machine can estimate where
+its calls/s mean little; the busiest worker's share of the workers' CPU (how
+evenly the kernel spread the connections); issue 12's targets, for context
+(≥ 1.7 for the stateless era, ≥ 1.5 for sessions); each round's load
 average. The machine has 2 cores shared with whatever else runs: only a
 quiet machine can show the ratio the cores allow.
 """
@@ -35,6 +55,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,6 +95,7 @@ MODERN = "2026-07-28"
 SECONDS = 5.0
 ONE, TWO = "1 process", "2 workers"
 ONE_REDIS, TWO_REDIS = "1 process redis", "2 workers redis"
+ONE_PINNED, TWO_PINNED = "1 process redis pinned", "2 workers redis pinned"
 #: Issue 12's targets for 2 workers over 1 process (calls/s); printed, never asserted.
 TARGETS = {"stateless era": 1.7, "handshake-era sessions (Redis)": 1.5}
 METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us")
@@ -128,38 +150,108 @@ class CliServer:
         return self.proc.returncode
 
 
-def targets(redis: str | None) -> dict[str, tuple[list[str], tuple[str, ...]]]:
-    """Name -> (the server's options, the eras it is driven in)."""
+def targets(redis: str | None) -> dict[str, tuple[list[str], tuple[str, ...], bool]]:
+    """Name -> (the server's options, the eras it is driven in, sessions pinned to connections)."""
     found = {
-        ONE: (["--json-response", "--workers", "1", "--stateless"], (MODERN, HANDSHAKE)),
-        TWO: (["--json-response", "--workers", "2", "--stateless"], (MODERN, HANDSHAKE)),
+        ONE: (["--json-response", "--workers", "1", "--stateless"], (MODERN, HANDSHAKE), False),
+        TWO: (["--json-response", "--workers", "2", "--stateless"], (MODERN, HANDSHAKE), False),
     }
     if redis:
-        found[ONE_REDIS] = (["--json-response", "--workers", "1", "--redis", redis], (HANDSHAKE,))
-        found[TWO_REDIS] = (["--json-response", "--workers", "2", "--redis", redis], (HANDSHAKE,))
+        for name, workers, pinned in (
+            (ONE_REDIS, "1", False),
+            (TWO_REDIS, "2", False),
+            (ONE_PINNED, "1", True),
+            (TWO_PINNED, "2", True),
+        ):
+            found[name] = (["--json-response", "--workers", workers, "--redis", redis], (HANDSHAKE,), pinned)
     return found
 
 
+class RedisProbe:
+    """Redis's count of inbox entries (XADD, scripts' included) and its
+    process's CPU ticks, read before and after a row through ``redis-cli``
+    (both None without it; the ticks None unless redis-server runs here)."""
+
+    def __init__(self, url: str) -> None:
+        cli = shutil.which("redis-cli")
+        where = ["-s", url.removeprefix("unix://")] if url.startswith("unix://") else ["-u", url]
+        self.command = None if cli is None else [cli, *where, "info"]
+        found = re.search(r"^process_id:(\d+)", self._info("server"), re.MULTILINE)
+        self.pid = int(found.group(1)) if found and Path(f"/proc/{found.group(1)}/stat").exists() else None
+
+    def _info(self, section: str) -> str:
+        if self.command is None:
+            return ""
+        return subprocess.run(
+            [*self.command, section], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+
+    def snapshot(self) -> tuple[int | None, int | None]:
+        found = re.search(r"^cmdstat_xadd:calls=(\d+)", self._info("commandstats"), re.MULTILINE)
+        entries = None if self.command is None else int(found.group(1)) if found else 0
+        return entries, None if self.pid is None else process_ticks(self.pid)
+
+
+def process_ticks(pid: int) -> int:
+    """CPU time (utime + stime, clock ticks) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def capacity(row: dict[str, Any], processes: int) -> float:
+    """Calls/s the row's CPU per call allows on an idle machine of this
+    many CPUs: the server's processes (at most one CPU each, the busiest
+    with its share of the work), the driver and redis-server sharing them."""
+    cpus = os.cpu_count() or 1
+    server = row["server_cpu_us"]
+    total = server + row["driver_cpu_us"] + row.get("redis_cpu_us", 0.0)
+    busiest = row.get("busiest_worker", 1.0 / processes)
+    return min(1e6 / (server * busiest), cpus * 1e6 / total)
+
+
 def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[str, Any]]:
-    options, eras = args.servers[name]
+    options, eras, pinned = args.servers[name]
     load = load_average()
     server = CliServer(options)
+    probe = RedisProbe(args.redis) if args.redis and "--redis" in options else None
+    before = probe.snapshot() if probe is not None else (None, None)
+    workers_before = [process_ticks(pid) for pid in server.pids[1:]]
     try:
         driver = {
             "url": server.url,
             "eras": list(eras),
             "handshake": True,
             "sessions": args.sessions,
+            # Every session opened on a connection of its own (so sessions start on
+            # every process); pinned: its calls there, else on each connection in turn.
+            "pinSessions": "--redis" in options,
+            "rotate": not pinned,
             "concurrencies": [args.concurrency],
             "connections": args.connections,
             "warmup": args.warmup,
-            "prime": args.warmup,
+            "prime": args.prime,
             "seconds": args.seconds,
             "serverPid": server.pids,
             "clockTicks": clock_ticks(),
         }
-        budget = len(eras) * (args.warmup + args.seconds + 10) + args.warmup + 30
+        budget = len(eras) * (args.warmup + args.seconds + 10) + args.prime + 30
         rows = run_driver(args.node, "http_driver.mjs", driver, budget)
+        spent = [
+            process_ticks(pid) - ticks for pid, ticks in zip(server.pids[1:], workers_before, strict=True)
+        ]
+        if sum(spent) > 0:
+            # How evenly the kernel spread the connections over the driver's run
+            # (0.5 for 2 workers: evenly; 1: one worker did all).
+            for row in rows:
+                row["busiest_worker"] = round(max(spent) / sum(spent), 3)
+        if probe is not None and len(rows) == 1 and rows[0]["calls_per_s"]:
+            # Over the whole driver run (warm-up and priming too): ≈.
+            after = probe.snapshot()
+            calls = rows[0]["calls_per_s"] * (args.seconds + args.warmup + args.prime)
+            if before[0] is not None and after[0] is not None:
+                rows[0]["forwarded"] = round((after[0] - before[0]) / 2 / calls, 3)
+            if before[1] is not None and after[1] is not None:
+                rows[0]["redis_cpu_us"] = round((after[1] - before[1]) * 1e6 / clock_ticks() / calls, 1)
     finally:
         status = server.stop()
     if status not in (0, None):
@@ -169,17 +261,28 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
     for row in rows:
         row.pop("content_type", None)
         row.update(bench=BENCH, round=round_no, impl=name, processes=len(server.pids), load=load)
+        row["capacity"] = round(capacity(row, max(1, len(server.pids) - 1)), 1)
     return rows
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ratios = {}
-    for num, den in ((TWO, ONE), (TWO_REDIS, ONE_REDIS)):
+    for num, den in ((TWO, ONE), (TWO_REDIS, ONE_REDIS), (TWO_PINNED, ONE_PINNED)):
         if per := round_ratios(rows, "calls_per_s", num, den, ("era", "concurrency")):
             ratios[f"calls_per_s {num}/{den}"] = per
         if per := round_ratios(rows, "server_cpu_us", num, den, ("era", "concurrency")):
             ratios[f"server_cpu_us {num}/{den}"] = per
-    return {"medians": medians(rows, ("impl", "era", "concurrency"), METRICS), "ratios": ratios}
+        if per := round_ratios(rows, "capacity", num, den, ("era", "concurrency")):
+            ratios[f"capacity {num}/{den}"] = per
+    forwarded = {
+        impl: [r["forwarded"] for r in rows if r["impl"] == impl and "forwarded" in r]
+        for impl in dict.fromkeys(r["impl"] for r in rows)
+    }
+    return {
+        "medians": medians(rows, ("impl", "era", "concurrency"), METRICS),
+        "ratios": ratios,
+        "forwarded": {impl: shares for impl, shares in forwarded.items() if shares},
+    }
 
 
 def print_report(doc: dict[str, Any]) -> None:
@@ -188,7 +291,7 @@ def print_report(doc: dict[str, Any]) -> None:
         f"trio-mcp run -t http --json-response, 1 process vs 2 worker processes on one port; neutral Node "
         f"driver (undici {s['undici']}, {s['connections']} keep-alive connections, {s['concurrency']} callers, "
         f"Node {s['node_version']}); {s['rounds']} rounds, {s['seconds']:g} s per row after {s['warmup']:g} s "
-        f"warm-up; {os.cpu_count()} CPUs; Redis: {s['redis'] or 'not given (no session rows)'}"
+        f"warm-up ({s['warmup'] + s['prime']:g} s for a driver's first row); {os.cpu_count()} CPUs; Redis: {s['redis'] or 'not given (no session rows)'}"
     )
     print(load_line(doc["rounds"]))
     print()
@@ -200,6 +303,24 @@ def print_report(doc: dict[str, Any]) -> None:
     print()
     print("ratios (calls_per_s: > 1 serves more; server_cpu_us: > 1 spends more per call):")
     print(ratio_table(doc["summary"]["ratios"], [r["round"] for r in doc["rounds"]], "era callers"))
+    if busiest := [r for r in doc["rows"] if "busiest_worker" in r]:
+        print(
+            "the busiest worker's share of the workers' CPU (0.5: the kernel spread the connections evenly):"
+        )
+        for r in busiest:
+            print(f"  round {r['round']} {r['impl']:<24} {r['era']:<10} {r['busiest_worker']:.2f}")
+    if forwarded := doc["summary"].get("forwarded"):
+        print(
+            "share of the calls forwarded to their session's owner, redis-server's CPU µs/call (≈, per round):"
+        )
+        for impl, shares in forwarded.items():
+            cpu = [r.get("redis_cpu_us") for r in doc["rows"] if r["impl"] == impl and "forwarded" in r]
+            cells = (f"{share:.1%} {c or 0:.0f} µs" for share, c in zip(shares, cpu, strict=True))
+            print(f"  {impl:<24} " + "  ".join(cells))
+    print(
+        "capacity: the calls/s a row's CPU per call allows on an idle machine (server processes at most "
+        "one CPU each, the busiest worker with its share; server, driver and redis-server sharing the CPUs)"
+    )
     print("issue 12's targets, for context: " + ", ".join(f"{k} ≥ {v:.1f}×" for k, v in TARGETS.items()))
 
 
@@ -207,6 +328,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(parser, [ONE, TWO], SECONDS)
     parser.add_argument("--warmup", type=float, default=None, help="warm-up per row (default min(0.5, s/2))")
+    parser.add_argument(
+        "--prime",
+        type=float,
+        default=5.0,
+        help="more warm-up for a driver's first row (default 5 s: Node's and the servers' CPU per call "
+        "settle over the first few thousand calls, and the driver shares the CPUs with the servers)",
+    )
     parser.add_argument("--concurrency", type=int, default=64, help="callers in flight (default 64)")
     parser.add_argument("--connections", type=int, default=64, help="the driver's keep-alive connections")
     parser.add_argument("--sessions", type=int, default=64, help="handshake-era sessions with --redis (64)")
@@ -237,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "seconds": args.seconds,
         "warmup": args.warmup,
+        "prime": args.prime,
         "concurrency": args.concurrency,
         "connections": args.connections,
         "sessions": args.sessions,

@@ -7,7 +7,10 @@ process it started is left running. No timing thresholds."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,3 +46,42 @@ def test_bench_workers_http_runs_both_targets_and_reports_the_ratios() -> None:
     assert set(ratios) == {"2026-07-28 c8", "handshake c8"}
     assert all(value["median"] > 0 for value in ratios.values())
     assert doc["rounds"][0]["load_before"] is not None
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_bench_workers_http_session_rows_on_a_real_redis(tmp_path: Path) -> None:
+    """The session rows, both kinds (any connection, pinned): each reports its
+    share of forwarded calls and redis-server's CPU, and the ratios."""
+    sock = tmp_path / "redis.sock"
+    redis = subprocess.Popen(
+        ["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.02)  # nothing to wait on but the socket file
+        names = "1 process redis,2 workers redis,1 process redis pinned,2 workers redis pinned"
+        script = [sys.executable, "benchmarks/bench_workers_http.py", "--rounds", "1", "--seconds", "0.5"]
+        options = ["--prime", "0.5", "--concurrency", "8", "--connections", "8", "--sessions", "8"]
+        out, survivors = procs.run_isolated(
+            [*script, *options, "--redis", f"unix://{sock}", "--targets", names, "--json"], 400
+        )
+    finally:
+        procs.stop_process(redis)
+    assert out.returncode == 0, out.stderr
+    assert not survivors, "a process of the benchmark outlived it"
+    doc = json.loads(out.stdout)
+    rows = {r["impl"]: r for r in doc["rows"]}
+    assert set(rows) == set(names.split(","))
+    for row in rows.values():
+        assert row["era"] == "handshake" and row["calls_per_s"] > 0
+        assert row["forwarded"] >= 0 and row["redis_cpu_us"] >= 0 and row["capacity"] > 0
+    # One process owns every session: nothing to forward.
+    assert rows["1 process redis"]["forwarded"] == 0 == rows["1 process redis pinned"]["forwarded"]
+    ratios = doc["summary"]["ratios"]
+    for pair in ("2 workers redis/1 process redis", "2 workers redis pinned/1 process redis pinned"):
+        assert ratios[f"calls_per_s {pair}"]["handshake c8"]["median"] > 0
+        assert ratios[f"capacity {pair}"]["handshake c8"]["median"] > 0

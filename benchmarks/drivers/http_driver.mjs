@@ -20,8 +20,13 @@
 //   prime          extra warm-up of the first row (the server's and the driver's code is cold)
 //   serverPid, clockTicks   for the server's CPU time (/proc/<pid>/stat utime+stime; a list
 //                  of pids: their sum, e.g. a parent and its worker processes)
-//   sessions       handshake era: this many sessions (default 1), caller i using session
-//                  i mod sessions (with several server processes, sessions spread over them)
+//   sessions       handshake era: this many sessions (default 1), opened at once, caller i
+//                  using session i mod sessions (with several server processes, sessions
+//                  spread over them)
+//   pinSessions    handshake era: each session opened on a keep-alive connection of its own,
+//                  and its calls sent there, instead of on any connection of the pool
+//   rotate         with pinSessions: each call on the next of those connections in turn
+//                  (round robin per request: a session's calls on every connection)
 // Every row first checks one answer whole (the echoed text), then runs its callers
 // back-to-back for warmup + seconds; the calls that complete inside the measured
 // window count. Prints one JSON line per row on stdout:
@@ -43,6 +48,8 @@ const pool = new Pool(target.origin, { connections: opts.connections, pipelining
 const path = target.pathname;
 const initTarget = opts.initUrl ? new URL(opts.initUrl) : target;
 const initPool = opts.initUrl ? new Pool(initTarget.origin, { connections: 1, pipelining: 1 }) : pool;
+/** The sessions' own connections (pinSessions). */
+const pinned = [];
 
 /** The JSON-RPC answer in a body, JSON or an SSE stream (its first non-empty `data:` answer). */
 function answerOf(text, contentType) {
@@ -107,6 +114,8 @@ async function callShape(era) {
     };
     return { headers, params };
   }
+  const via = opts.pinSessions ? new Pool(target.origin, { connections: 1, pipelining: 1 }) : initPool;
+  if (opts.pinSessions) pinned.push(via);
   if (opts.handshake === false) {
     const headers = {
       ...BASE_HEADERS,
@@ -123,8 +132,8 @@ async function callShape(era) {
       method: 'initialize',
       params: { protocolVersion: HANDSHAKE_VERSION, capabilities: {}, clientInfo: CLIENT_INFO },
     }),
-    initPool,
-    initTarget.pathname,
+    via,
+    opts.pinSessions ? path : initTarget.pathname,
   );
   if (init.status !== 200) throw new Error(`initialize: HTTP ${init.status} ${init.text}`);
   const version = answerOf(init.text, init.headers['content-type'] || '').result.protocolVersion;
@@ -134,13 +143,13 @@ async function callShape(era) {
   const initialized = await post(
     headers,
     JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-    initPool,
-    initTarget.pathname,
+    via,
+    opts.pinSessions ? path : initTarget.pathname,
   );
   if (initialized.status !== 202 && initialized.status !== 200) {
     throw new Error(`notifications/initialized: HTTP ${initialized.status} ${initialized.text}`);
   }
-  return { headers, params };
+  return { headers, params, pool: opts.pinSessions ? via : pool };
 }
 
 async function runRow(era, shapes, concurrency, warmup) {
@@ -149,7 +158,7 @@ async function runRow(era, shapes, concurrency, warmup) {
   let nextId = 1;
   const body = () => `{"jsonrpc":"2.0","id":${nextId++}${tail}`;
 
-  const check = await post(shape.headers, body());
+  const check = await post(shape.headers, body(), shape.pool);
   const contentType = check.headers['content-type'] || '';
   if (check.status !== 200) throw new Error(`${era} tools/call: HTTP ${check.status} ${check.text}`);
   const first = answerOf(check.text, contentType);
@@ -158,10 +167,12 @@ async function runRow(era, shapes, concurrency, warmup) {
   }
 
   let nextCaller = 0;
+  let nextConnection = 0;
   function caller() {
-    const headers = shapes[nextCaller++ % shapes.length].headers;
+    const { headers, pool: own } = shapes[nextCaller++ % shapes.length];
     return async function call() {
-      const { status, text } = await post(headers, body());
+      const via = opts.rotate && pinned.length ? pinned[nextConnection++ % pinned.length] : own;
+      const { status, text } = await post(headers, body(), via);
       if (status !== 200 || !text.includes('"result"')) throw new Error(`${era} tools/call: HTTP ${status} ${text}`);
     };
   }
@@ -185,8 +196,9 @@ try {
   let prime = opts.prime;
   for (const era of opts.eras) {
     const count = era === MODERN ? 1 : opts.sessions || 1;
-    const shapes = [];
-    for (let i = 0; i < count; i++) shapes.push(await callShape(era));
+    // All at once, so that the pool opens a connection for each (with several
+    // server processes, the sessions start on all of them).
+    const shapes = await Promise.all(Array.from({ length: count }, () => callShape(era)));
     for (const concurrency of opts.concurrencies) {
       const row = await runRow(era, shapes, concurrency, opts.warmup + prime);
       prime = 0;
@@ -199,4 +211,5 @@ try {
 } finally {
   await pool.close();
   if (initPool !== pool) await initPool.close();
+  await Promise.all(pinned.map((own) => own.close()));
 }

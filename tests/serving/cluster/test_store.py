@@ -17,6 +17,7 @@ import trio
 
 from trio_mcp.server import MCPServer
 from trio_mcp.serving.cluster import ClusterSettings, RedisCluster
+from trio_mcp.serving.cluster._redis import Outgoing, RedisStore
 from trio_mcp.serving.http import HttpServer
 
 from ._helpers import (
@@ -275,3 +276,30 @@ async def test_two_live_processes_never_share_a_node_id(tmp_path: Path) -> None:
             assert not twin.healthy and first.healthy
             assert await store.get("store:node:a") == first.nonce.encode()
             nursery.cancel_scope.cancel()
+
+
+async def test_inbox_entries_go_in_one_command_each_fenced_by_its_own_nonce(tmp_path: Path) -> None:
+    """The batched write: every entry lands in its own node's inbox, in order,
+    except one fenced by a lease nonce the writer no longer holds."""
+    async with real_redis(tmp_path) as redis, redis_client(redis.url) as client:
+        store = RedisStore(ClusterSettings(url=redis.url, prefix="batch:"))
+        async with store.client:
+            with trio.fail_after(TIMEOUT):
+                assert await store.register("me", "n1", fresh=True)
+                entries = [
+                    Outgoing("b", {"k": "req", "f": "1"}),
+                    Outgoing("c", {"k": "start", "f": "2", "b": b"\x00bytes\xff"}, "n1"),
+                    Outgoing("b", {"k": "body", "f": "3"}, "stale"),
+                    Outgoing("b", {"k": "dis", "f": "4"}),
+                ]
+                assert await store.send("me", entries) == [True, True, False, True]
+                inbox_b = await store.read("b", "0-0", 0.01)
+                inbox_c = await store.read("c", "0-0", 0.01)
+                assert [fields[b"f"] for _, fields in inbox_b] == [b"1", b"4"]
+                assert [fields for _, fields in inbox_c] == [
+                    {b"k": b"start", b"f": b"2", b"b": b"\x00bytes\xff"}
+                ]
+                # Once the lease is gone, no fenced entry is written, whatever its nonce.
+                await client.delete(["batch:node:me"])
+                assert await store.send("me", [Outgoing("c", {"k": "body", "f": "5"}, "n1")]) == [False]
+                assert len(await store.read("c", "0-0", 0.01)) == 1

@@ -23,6 +23,7 @@ import inspect
 import logging
 import math
 import secrets
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -32,7 +33,7 @@ from msgspec import UNSET
 from ...supervision import ChildSpec, Strategy, Supervisor
 from ...transports._asgi import HttpError, Receive, Scope, Send
 from ..http._config import LAST_EVENT_HEADER, SESSION_HEADER
-from ._redis import REDIS_ERRORS, RedisStore, SessionRecord
+from ._redis import REDIS_ERRORS, NotWritten, Outgoing, RedisStore, SessionRecord
 from ._registry import ClusterRegistry, restore
 from ._settings import NODE_HEADER, ClusterSettings
 from ._tunnel import FORWARDED, MISDIRECTED, Exchange, forward, read_request, serve_forwarded
@@ -55,6 +56,10 @@ def _check_resumption(session: HttpSessionStream, scope: Scope, headers: dict[st
         if stream_id and not session.owns(stream_id):
             raise HttpError(410, "Gone: that stream was lost with the node that served it")
 
+
+#: About how many bytes of inbox entries one Redis command carries (one
+#: entry may be larger: it goes alone).
+_BATCH_BYTES = 1 << 20
 
 #: What a forwarded request must carry (see ``_tunnel.forward``).
 _REQUEST_FIELDS = (b"f", b"from", b"m", b"p", b"h")
@@ -80,9 +85,13 @@ class RedisCluster:
         self._registry: ClusterRegistry | None = None
         #: Forwarded requests waiting here for their answer, by exchange id.
         self.replies: dict[str, trio.MemorySendChannel[dict[bytes, bytes]]] = {}
-        #: The owners of sessions hosted elsewhere, trusted for ``renew_interval``
-        #: (a lookup less per forwarded request; a dead owner is noticed by the relay).
-        self.routes: dict[str, tuple[SessionRecord, float]] = {}
+        #: The owners of sessions hosted elsewhere, each with the lease nonce it
+        #: holds them under: kept until the owner says it lost the session, or
+        #: its lease under that nonce is found gone (a lookup less per request).
+        self.routes: dict[str, SessionRecord] = {}
+        #: Owner leases (node, nonce) seen alive, trusted until the time given:
+        #: one check per owner node every ``renew_interval``, not one per session.
+        self.live_owners: dict[tuple[str, str], float] = {}
         #: Requests forwarded here being served, by exchange id.
         self.exchanges: dict[str, Exchange] = {}
         self.lease_until = -math.inf
@@ -94,6 +103,7 @@ class RedisCluster:
         self._saved: dict[str, Any] = {}
         self._save_soon = trio.Event()
         self._bus_send, self._bus_recv = trio.open_memory_channel[bytes](settings.bus_queue)
+        self._outbox_send, self._outbox_recv = trio.open_memory_channel[Outgoing](settings.outbox_queue)
         self.lease_losses = 0
         #: Times the lease could not be taken: another live process has this node id.
         self.refused = 0
@@ -150,6 +160,7 @@ class RedisCluster:
             [
                 ChildSpec(id="lease", start=self._lease, shutdown_grace=self.settings.store_timeout),
                 ChildSpec(id="inbox", start=self._inbox),
+                ChildSpec(id="outbox", start=self._outbox),
                 ChildSpec(id="bus", start=self._bus),
                 ChildSpec(id="sessions", start=self._keeper),
             ],
@@ -275,6 +286,49 @@ class RedisCluster:
             for ident, fields in entries:
                 self._inbox_after = ident
                 self._dispatch(fields)
+
+    async def write(self, node: str, fields: Mapping[str, str | bytes], nonce: str = "") -> bool:
+        """Append an entry to a node's inbox, in one Redis command with the
+        entries queued meanwhile (:meth:`_outbox`); fenced by ``nonce`` (False:
+        this node no longer holds its lease under it, nothing written). Raises
+        one of ``REDIS_ERRORS`` when Redis cannot be reached within ``store_timeout``."""
+        entry = Outgoing(node, fields, nonce)
+        with trio.fail_after(self.settings.store_timeout):
+            await self._outbox_send.send(entry)
+            await entry.done.wait()
+        if entry.error is not None:
+            raise entry.error
+        return bool(entry.written)
+
+    async def _outbox(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write the queued inbox entries, as many at once as queued up (up to
+        ``outbox_batch``, about ``_BATCH_BYTES``) while the last command was on its way."""
+        settings = self.settings
+        task_status.started()
+        async for first in self._outbox_recv:
+            batch = [first]
+            size = first.size()
+            while len(batch) < settings.outbox_batch and size < _BATCH_BYTES:
+                try:
+                    entry = self._outbox_recv.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                batch.append(entry)
+                size += entry.size()
+            error: BaseException = NotWritten("the cluster's plumbing restarted before writing it")
+            try:
+                with trio.fail_after(settings.store_timeout):
+                    written = await self.store.send(settings.node_id, batch)
+                for entry, ok in zip(batch, written, strict=True):
+                    entry.written = ok
+            except REDIS_ERRORS as exc:
+                log.debug("inbox entries not written: %r", exc)
+                error = exc
+            finally:
+                for entry in batch:
+                    if entry.written is None:
+                        entry.error = error
+                    entry.done.set()
 
     def _dispatch(self, fields: dict[bytes, bytes]) -> None:
         kind = fields.get(b"k")
@@ -425,10 +479,11 @@ class RedisCluster:
     async def _route(self, session_id: str) -> SessionRecord | None:
         """The live owner of a session hosted elsewhere, or None: adopted here,
         dropped, unknown (the app answers it)."""
-        now = trio.current_time()
         cached = self.routes.get(session_id)
-        if cached is not None and cached[1] > now:
-            return cached[0]
+        if cached is not None:
+            if await self._owner_alive(cached):
+                return cached
+            self.routes.pop(session_id, None)
         record = await self._lookup(session_id)
         if record is None or (record.alive and record.owner == self.settings.node_id):
             return None  # unknown, or ended here: 404
@@ -442,8 +497,35 @@ class RedisCluster:
                 return None
         if len(self.routes) >= self.app.settings.max_sessions:
             self.routes.clear()
-        self.routes[session_id] = (record, now + self.settings.renew_interval)
+        self.routes[session_id] = record
+        self._trust(record)
         return record
+
+    def _trust(self, record: SessionRecord) -> None:
+        owners = self.live_owners
+        if len(owners) >= self.app.settings.max_sessions:
+            owners.clear()
+        owners[record.owner, record.nonce] = trio.current_time() + self.settings.renew_interval
+
+    def forget_owner(self, record: SessionRecord) -> None:
+        """The owner of ``record`` was found dead (or without the session): look again."""
+        self.live_owners.pop((record.owner, record.nonce), None)
+
+    async def _owner_alive(self, record: SessionRecord) -> bool:
+        """Whether a cached owner still holds its lease under the nonce it had
+        (checked in Redis at most once per ``renew_interval`` per owner)."""
+        if self.live_owners.get((record.owner, record.nonce), -math.inf) > trio.current_time():
+            return True
+        try:
+            with trio.fail_after(self.settings.store_timeout):
+                alive = await self.store.alive(record.owner, record.nonce)
+        except REDIS_ERRORS:
+            raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
+        if alive:
+            self._trust(record)
+        else:
+            self.forget_owner(record)
+        return alive
 
     async def _lookup(self, session_id: str) -> SessionRecord | None:
         try:

@@ -28,7 +28,7 @@ pause) beyond its lease writes nothing once it resumes, even before it notices.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -38,7 +38,7 @@ import trio
 
 from ._settings import ClusterSettings
 
-__all__ = ["REDIS_ERRORS", "RedisStore", "SessionRecord"]
+__all__ = ["REDIS_ERRORS", "NotWritten", "Outgoing", "RedisStore", "SessionRecord"]
 
 #: What a Redis call raises when the server is away or slow (a 503, a retry);
 #: coredis (on anyio) also lets anyio's stream errors out of a lost connection.
@@ -67,9 +67,24 @@ redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return redis.call('HINCRBY', KEYS[1], 'fence', 1)
 """
 
-_FENCED_XADD = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
-return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
+# KEYS[1]: the writing node's lease; ARGV[1]: MAXLEN; then per entry: the
+# lease nonce it is fenced by ('' for none), its inbox's index in KEYS, its
+# number of field and value items, the items. One 1 (written) or 0 per entry.
+_SEND = """
+local live = redis.call('GET', KEYS[1])
+local written = {}
+local i = 2
+while i <= #ARGV do
+  local nonce, key, first = ARGV[i], KEYS[tonumber(ARGV[i + 1])], i + 3
+  i = first + tonumber(ARGV[i + 2])
+  if nonce == '' or nonce == live then
+    redis.call('XADD', key, 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, first, i - 1))
+    written[#written + 1] = 1
+  else
+    written[#written + 1] = 0
+  end
+end
+return written
 """
 
 _SAVE = """
@@ -105,6 +120,29 @@ return 0
 """
 
 
+class NotWritten(coredis.exceptions.ConnectionError):
+    """An inbox entry that was not written (the writer stopped first)."""
+
+
+class Outgoing:
+    """An entry for a node's inbox, waiting to be sent with others (see
+    :meth:`RedisStore.send`); ``done`` is set once it was written (``written``)
+    or not (``error``)."""
+
+    __slots__ = ("done", "error", "fields", "node", "nonce", "written")
+
+    def __init__(self, node: str, fields: Mapping[str, str | bytes], nonce: str = "") -> None:
+        self.node = node
+        self.fields = fields
+        self.nonce = nonce
+        self.done = trio.Event()
+        self.written: bool | None = None
+        self.error: BaseException | None = None
+
+    def size(self) -> int:
+        return sum(len(v) for v in self.fields.values())
+
+
 @attrs.frozen
 class SessionRecord:
     """A session as Redis has it."""
@@ -134,7 +172,7 @@ class RedisStore:
         self.client: coredis.Redis[bytes] = coredis.Redis.from_url(settings.url)
         self._lookup = self.client.register_script(_LOOKUP)
         self._adopt = self.client.register_script(_ADOPT)
-        self._fenced_xadd = self.client.register_script(_FENCED_XADD)
+        self._send = self.client.register_script(_SEND)
         self._save = self.client.register_script(_SAVE)
         self._register = self.client.register_script(_REGISTER)
         self._renew = self.client.register_script(_RENEW)
@@ -216,24 +254,23 @@ class RedisStore:
 
     # --------------------------------------------------------------- inbox
 
-    async def send(self, node: str, fields: Mapping[str, str | bytes]) -> None:
-        """Append to a node's inbox."""
-        await self.client.xadd(
-            self.key("inbox", node),
-            dict(fields),
-            trim_strategy=coredis.PureToken.MAXLEN,
-            threshold=self.settings.inbox_maxlen,
-            trim_operator=coredis.PureToken.APPROXIMATELY,
-        )
-
-    async def send_fenced(self, node: str, me: str, nonce: str, fields: Mapping[str, str | bytes]) -> bool:
-        """Append to a node's inbox if this node (``me``) still holds its lease
-        under ``nonce``; False (nothing written) otherwise."""
-        args: list[str | bytes | int] = [nonce, self.settings.inbox_maxlen]
-        for name, value in fields.items():
-            args.extend((name, value))
-        done: Any = await self._fenced_xadd(keys=[self.key("node", me), self.key("inbox", node)], args=args)
-        return bool(done)
+    async def send(self, me: str, entries: Sequence[Outgoing]) -> list[bool]:
+        """Append entries to nodes' inboxes in one command, each one fenced by
+        its nonce (written only while node ``me`` holds its lease under it;
+        unfenced: ``""``). Whether each was written."""
+        keys = [self.key("node", me)]
+        index: dict[str, int] = {}
+        args: list[str | bytes | int] = [self.settings.inbox_maxlen]
+        for entry in entries:
+            at = index.get(entry.node)
+            if at is None:
+                keys.append(self.key("inbox", entry.node))
+                at = index[entry.node] = len(keys)
+            args.extend((entry.nonce, at, 2 * len(entry.fields)))
+            for name, value in entry.fields.items():
+                args.extend((name, value))
+        written: Any = await self._send(keys=keys, args=args)
+        return [bool(w) for w in written]
 
     async def read(self, node: str, after: str, block: float) -> list[tuple[str, dict[bytes, bytes]]]:
         """The entries of a node's inbox after ``after`` (waiting up to ``block`` seconds)."""

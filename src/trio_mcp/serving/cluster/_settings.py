@@ -54,6 +54,12 @@ class ClusterSettings:
     forward_buffer: int = 256
     #: Change notifications queued for the bus (oldest dropped beyond).
     bus_queue: int = 256
+    #: Inbox entries (forwarded requests and the pieces of their answers)
+    #: waiting to be written; a writer waits for room beyond.
+    outbox_queue: int = 1024
+    #: Inbox entries written to Redis in one command at most (the ones that
+    #: queued up while the previous command was on its way).
+    outbox_batch: int = 128
     #: Add ``Mcp-Node: <node_id>`` to every response (for tests and operators).
     node_header: bool = False
 
@@ -68,6 +74,8 @@ class ClusterSettings:
                 "max_forwarded",
                 "forward_buffer",
                 "bus_queue",
+                "outbox_queue",
+                "outbox_batch",
             ),
         )
         if self.renew_interval >= self.lease_ttl:

@@ -19,11 +19,11 @@ away (the ingress says so) or the ingress node dies.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 import trio
 
 from ...protocol import Request, decode, encode, error_response
@@ -55,12 +55,10 @@ FORWARDED: Final = "trio_mcp.forwarded"
 #: ingress looks its owner up again; never sent to a client).
 MISDIRECTED: Final = (b"mcp-cluster-misdirected", b"1")
 
-_headers_encoder = msgspec.json.Encoder()
-_headers_decoder = msgspec.json.Decoder(list[tuple[str, str]])
-
 
 def _pack_headers(headers: Any) -> bytes:
-    return _headers_encoder.encode([(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers])
+    # Names and values as they are, each ended by NUL (HTTP allows no NUL in either).
+    return b"".join(n + b"\0" + v + b"\0" for n, v in headers)
 
 
 def _is_sse(headers: Any) -> bool:
@@ -68,7 +66,8 @@ def _is_sse(headers: Any) -> bool:
 
 
 def _unpack_headers(data: bytes) -> list[tuple[bytes, bytes]]:
-    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in _headers_decoder.decode(data)]
+    items = data.split(b"\0")
+    return list(zip(items[0:-1:2], items[1:-1:2], strict=True))
 
 
 class Exchange:
@@ -133,24 +132,32 @@ async def forward(
     relay = _Relay(cluster, send, owner)
     try:
         try:
-            with trio.fail_after(settings.store_timeout):
-                await cluster.store.send(owner.owner, fields)
+            await cluster.write(owner.owner, fields)
         except REDIS_ERRORS:
             raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-            await relay.run(replies, body)
-            nursery.cancel_scope.cancel()
+        # Most answers come whole, and soon: relayed without watching the
+        # client; a slower one (or a stream) is watched from renew_interval on.
+        entry = None
+        with trio.move_on_after(settings.renew_interval), contextlib.suppress(trio.EndOfChannel):
+            entry = await replies.receive()
+        if entry is not None and entry.get(b"more") == b"0":
+            await relay.run(replies, body, entry)
+        else:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+                await relay.run(replies, body, entry)
+                nursery.cancel_scope.cancel()
         return not relay.misdirected
     finally:
         del cluster.replies[ident]
         if relay.lost:
             cluster.routes.pop(session_id, None)
+            cluster.forget_owner(owner)
         if not relay.ended and not relay.lost:
             # The client went away (or the relay could not keep up): the owner stops.
             with trio.CancelScope(shield=True), trio.move_on_after(settings.store_timeout):
                 try:
-                    await cluster.store.send(owner.owner, {"k": "dis", "f": ident})
+                    await cluster.write(owner.owner, {"k": "dis", "f": ident})
                 except Exception as exc:  # best effort (the store may be closing with the server)
                     log.debug("could not tell %s that a client went away: %r", owner.owner, exc)
 
@@ -168,41 +175,54 @@ class _Relay:
         self.lost = False
         self.misdirected = False
 
-    async def run(self, replies: trio.MemoryReceiveChannel[dict[bytes, bytes]], body: bytes) -> None:
+    async def run(
+        self,
+        replies: trio.MemoryReceiveChannel[dict[bytes, bytes]],
+        body: bytes,
+        entry: dict[bytes, bytes] | None = None,
+    ) -> None:
+        """Relay ``entry`` (if any received already), then the next ones, to the end."""
         settings = self.cluster.settings
         while True:
-            entry = None
-            with trio.move_on_after(settings.renew_interval):
-                try:
-                    entry = await replies.receive()
-                except trio.EndOfChannel:
-                    return  # overflowed: the client resumes (or retries)
             if entry is None:
-                if not await self._owner_alive():
-                    self.lost = True
-                    await self._fail(body)
-                    return
-                continue
-            kind = entry.get(b"k")
-            if kind == b"start":
-                response_headers = _unpack_headers(entry.get(b"h", b"[]"))
-                if MISDIRECTED in response_headers:
-                    self.misdirected = self.ended = True
-                    return
-                self.started = True
-                self.sse = _is_sse(response_headers)
-                await self.send(
-                    {"type": "http.response.start", "status": int(entry[b"s"]), "headers": response_headers}
-                )
-            if b"more" in entry:  # a piece of the body (with the start, for a whole answer)
-                message = {"type": "http.response.body", "body": entry.get(b"b", b""), "more_body": True}
-                if entry.get(b"more") == b"1":
-                    await self.send(message)
+                with trio.move_on_after(settings.renew_interval):
+                    try:
+                        entry = await replies.receive()
+                    except trio.EndOfChannel:
+                        return  # overflowed: the client resumes (or retries)
+                if entry is None:
+                    if not await self._owner_alive():
+                        self.lost = True
+                        await self._fail(body)
+                        return
                     continue
-                self.ended = True
-                message["more_body"] = False
-                await self._last_write(message)
+            if await self._relay(entry):
                 return
+            entry = None
+
+    async def _relay(self, entry: dict[bytes, bytes]) -> bool:
+        """Relay one entry; True once the response is complete."""
+        if entry.get(b"k") == b"start":
+            response_headers = _unpack_headers(entry.get(b"h", b""))
+            if MISDIRECTED in response_headers:
+                self.misdirected = self.ended = True
+                return True
+            self.started = True
+            self.sse = _is_sse(response_headers)
+            await self.send(
+                {"type": "http.response.start", "status": int(entry[b"s"]), "headers": response_headers}
+            )
+        if b"more" not in entry:
+            return False
+        # A piece of the body (with the start, for a whole answer).
+        message = {"type": "http.response.body", "body": entry.get(b"b", b""), "more_body": True}
+        if entry[b"more"] == b"1":
+            await self.send(message)
+            return False
+        self.ended = True
+        message["more_body"] = False
+        await self._last_write(message)
+        return True
 
     async def _last_write(self, message: dict[str, Any]) -> None:
         # Shielded from the disconnect watcher: once the response is complete
@@ -292,9 +312,7 @@ async def serve_forwarded(cluster: RedisCluster, fields: dict[bytes, bytes], *, 
             }
             if held:
                 entry = {**held.pop(), **entry}
-        with trio.fail_after(cluster.settings.store_timeout):
-            written = await cluster.store.send_fenced(ingress, cluster.settings.node_id, nonce, entry)
-        if not written:
+        if not await cluster.write(ingress, entry, nonce):
             cluster.fenced(nonce, "a forwarded response could not be written: the lease is lost")
             raise trio.BrokenResourceError("fenced: this node lost its lease")
         if entry["k"] == "start":
