@@ -134,7 +134,9 @@ class _Negotiation:
 
         async def _relisten(self) -> None: ...
 
-        async def _call(self, method: str, params: Any, result_type: Any, on_progress: Any = None) -> Any: ...
+        def _call(
+            self, method: str, params: Any, result_type: Any, on_progress: Any = None
+        ) -> Awaitable[Any]: ...
 
     async def _connect(self) -> None:
         """Pick the era: pinned, cached, or probed with ``server/discover``
