@@ -67,8 +67,14 @@ class ResourceRegistry(Registry):
 
         def register(fn: F) -> F:
             spec = inspect_function(fn, context_type=Context, strict=False)
-            res_name = name or fn.__name__
-            desc = opt(description or description_of(fn))
+            described: dict[str, Any] = {  # what a resource and a template both say of themselves
+                "name": name or fn.__name__,
+                "title": opt(title),
+                "description": opt(description or description_of(fn)),
+                "mime_type": opt(mime_type),
+                "icons": UNSET if not icons else list(icons),
+                "meta": opt(meta),
+            }
             if "{" in uri:
                 matcher = UriTemplate(uri)
                 missing = set(spec.parameter_names) - set(matcher.variables)
@@ -76,15 +82,7 @@ class ResourceRegistry(Registry):
                     raise TypeError(
                         f"resource template {uri!r}: parameters {sorted(missing)} are not variables of the URI"
                     )
-                template = ResourceTemplate(
-                    uri_template=uri,
-                    name=res_name,
-                    title=opt(title),
-                    description=desc,
-                    mime_type=opt(mime_type),
-                    icons=UNSET if not icons else list(icons),
-                    meta=opt(meta),
-                )
+                template = ResourceTemplate(uri_template=uri, **described)
                 self._templates[uri] = TemplateEntry(
                     template,
                     matcher,
@@ -96,15 +94,7 @@ class ResourceRegistry(Registry):
                     scope_set(scopes),
                 )
             else:
-                resource = Resource(
-                    uri=uri,
-                    name=res_name,
-                    title=opt(title),
-                    description=desc,
-                    mime_type=opt(mime_type),
-                    icons=UNSET if not icons else list(icons),
-                    meta=opt(meta),
-                )
+                resource = Resource(uri=uri, **described)
                 self._resources[uri] = ResourceEntry(resource, spec, mime_type, inline, scope_set(scopes))
             if "resources/read" not in self.request_handlers:
                 self.set_request_handler("resources/list", PaginatedRequestParams, self._list_resources)
