@@ -17,12 +17,14 @@ every round:
   cluster's cost on the fast path);
 * ``forwarded``: opened on ``a`` and used on ``b`` (every call forwarded to the
   owner through Redis and its answer relayed back: a session opened on one
-  node and used on another).
+  node and used on another);
+* ``forwarded link``: the same on nodes ``la`` and ``lb`` started with
+  ``--direct-link`` (forwarded over a direct connection between the nodes).
 
 Reported: the median over the rounds of calls/s, p50/p99 latency and the CPU
-per call of the server side (``memory``: its process; ``local`` and
-``forwarded``: both nodes and redis-server), and per round the ratios
-forwarded/local and local/memory, with the 1-minute load average (the machine
+per call of the server side (``memory``: its process; the others: both
+nodes and redis-server, with the split: owner / ingress / redis-server), and
+per round the ratios forwarded/local, forwarded link/local and local/memory, with the 1-minute load average (the machine
 is shared: compare ratios, CPU per call above all, not absolute figures).
 """
 
@@ -48,7 +50,7 @@ from _procs import UrlServer, clock_ticks, node_binary, run_driver, stop_process
 from _report import load_average
 
 SERVER = HERE / "servers" / "trio_http_server.py"
-ROWS = ("memory", "local", "forwarded")
+ROWS = ("memory", "local", "forwarded", "forwarded link")
 CONCURRENCIES = (1, 16)
 METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us")
 
@@ -107,16 +109,27 @@ def main() -> int:
             py = sys.executable
             servers["a"] = UrlServer("a", [py, str(SERVER), "--redis", url, "--node-id", "a"])
             servers["b"] = UrlServer("b", [py, str(SERVER), "--redis", url, "--node-id", "b"])
+            link = ["--redis", url, "--direct-link", "--node-id"]
+            servers["la"] = UrlServer("la", [py, str(SERVER), *link, "la"])
+            servers["lb"] = UrlServer("lb", [py, str(SERVER), *link, "lb"])
             servers["memory"] = UrlServer("memory", [py, str(SERVER)])
-            wait_leased(servers["a"])
-            wait_leased(servers["b"])
+            for name in ("a", "b", "la", "lb"):
+                wait_leased(servers[name])
             plan = {
                 "memory": (servers["memory"], servers["memory"]),
                 "local": (servers["a"], servers["a"]),
                 "forwarded": (servers["b"], servers["a"]),
+                "forwarded link": (servers["lb"], servers["la"]),
             }
+            # The owner first, then the ingress, then redis-server (the split's order).
             cluster_pids = [servers["a"].pid, servers["b"].pid, redis.pid]
-            pids = {"memory": [servers["memory"].pid], "local": cluster_pids, "forwarded": cluster_pids}
+            linked = [servers["la"].pid, servers["lb"].pid, redis.pid]
+            pids = {
+                "memory": [servers["memory"].pid],
+                "local": cluster_pids,
+                "forwarded": cluster_pids,
+                "forwarded link": linked,
+            }
             for n in range(1, args.rounds + 1):
                 info: dict[str, Any] = {"round": n, "load_before": load_average()}
                 shift = (n - 1) % len(ROWS)
@@ -164,13 +177,21 @@ def summarize(
         }
         for row in ROWS
     }
+    for row in ROWS:
+        for c in CONCURRENCIES:
+            splits = [r["server_cpu_split_us"] for r in results[row][c] if "server_cpu_split_us" in r]
+            if splits and len(splits[0]) > 1:
+                # CPU µs per call of each server-side process (nodes a, b, redis-server).
+                medians[row][str(c)]["split"] = [round(statistics.median(s), 1) for s in zip(*splits)]
     ratios = []
     for index, info in enumerate(rounds):
         per: dict[str, Any] = {"round": info["round"], "load": [info["load_before"], info["load_after"]]}
         for c in CONCURRENCIES:
             fwd, local, mem = (results[row][c][index] for row in ("forwarded", "local", "memory"))
+            linked = results["forwarded link"][c][index]
             for metric in METRICS:
                 per[f"c{c} {metric} forwarded/local"] = round(fwd[metric] / local[metric], 2)
+                per[f"c{c} {metric} forwarded link/local"] = round(linked[metric] / local[metric], 2)
                 per[f"c{c} {metric} local/memory"] = round(local[metric] / mem[metric], 2)
         ratios.append(per)
     return {"medians": medians, "ratios": ratios}
@@ -181,10 +202,10 @@ def print_report(report: dict[str, Any]) -> None:
     for row, by_c in report["medians"].items():
         cells = "  ".join(
             f"c{c}: {v['calls_per_s']:.0f}/s p50 {v['p50_us']:.0f} p99 {v['p99_us']:.0f} "
-            f"cpu {v['server_cpu_us']:.0f}"
+            f"cpu {v['server_cpu_us']:.0f}" + (f" (owner/ingress/redis {v['split']})" if "split" in v else "")
             for c, v in by_c.items()
         )
-        print(f"  {row:<10} {cells}")
+        print(f"  {row:<14} {cells}")
     print("ratios per round (load average before→after):")
     for per in report["ratios"]:
         print(f"  round {per['round']} (load {per['load'][0]}→{per['load'][1]}):")

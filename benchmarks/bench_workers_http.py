@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_workers_http.py            # 3 rounds, 5 s per row
     .venv/bin/python benchmarks/bench_workers_http.py --rounds 5 --seconds 10 --json
     .venv/bin/python benchmarks/bench_workers_http.py --redis redis://127.0.0.1:6379/0
+    .venv/bin/python benchmarks/bench_workers_http.py --redis URL --direct-link --baseline OTHER/.venv/bin/python
 
 The server is ``trio-mcp run benchmarks/servers/trio_http_server.py -t http
 --json-response`` (``echo(text)``, JSON answers), on 127.0.0.1 and a free
@@ -25,6 +26,14 @@ an order rotated every round:
   sessions, each request on its session's own connection, so a session lives
   where the kernel gave its connection, and is forwarded only when that
   connection is replaced (a client that keeps its connection).
+
+With ``--direct-link`` also ``2 workers redis link`` and ``2 workers redis
+pinned link``: the same 2-worker session rows with ``--direct-link`` (a
+forwarded request goes to its owner over a direct connection between the
+workers instead of through Redis; ratios against the same 1-process rows).
+With ``--baseline PYTHON`` every row runs again, named ``… (base)``, served
+by that interpreter's trio-mcp (another checkout's venv), in the same
+rounds: this tree and the baseline compared under the same load.
 
 Both kinds spread the sessions over the processes (round robin, as the
 kernel hands out the connections). With ``--redis``, each session row also
@@ -96,6 +105,8 @@ SECONDS = 5.0
 ONE, TWO = "1 process", "2 workers"
 ONE_REDIS, TWO_REDIS = "1 process redis", "2 workers redis"
 ONE_PINNED, TWO_PINNED = "1 process redis pinned", "2 workers redis pinned"
+TWO_LINK, TWO_PINNED_LINK = "2 workers redis link", "2 workers redis pinned link"
+BASE = " (base)"
 #: Issue 12's targets for 2 workers over 1 process (calls/s); printed, never asserted.
 TARGETS = {"stateless era": 1.7, "handshake-era sessions (Redis)": 1.5}
 METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us")
@@ -110,9 +121,9 @@ class CliServer:
     processes read from its start-up lines (bounded), stopped with SIGTERM
     (it drains, then exits; SIGKILL beyond the bound)."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], python: str = sys.executable) -> None:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - open as long as the server runs
-        cmd = [sys.executable, "-m", "trio_mcp.cli", "run", str(SERVER), "-t", "http", "--port", "0", *args]
+        cmd = [python, "-m", "trio_mcp.cli", "run", str(SERVER), "-t", "http", "--port", "0", *args]
         self.proc = subprocess.Popen(
             cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log
         )
@@ -150,20 +161,35 @@ class CliServer:
         return self.proc.returncode
 
 
-def targets(redis: str | None) -> dict[str, tuple[list[str], tuple[str, ...], bool]]:
-    """Name -> (the server's options, the eras it is driven in, sessions pinned to connections)."""
-    found = {
-        ONE: (["--json-response", "--workers", "1", "--stateless"], (MODERN, HANDSHAKE), False),
-        TWO: (["--json-response", "--workers", "2", "--stateless"], (MODERN, HANDSHAKE), False),
+Target = tuple[list[str], tuple[str, ...], bool, str]
+
+
+def targets(redis: str | None, link: bool = False, baseline: str | None = None) -> dict[str, Target]:
+    """Name -> (the server's options, the eras it is driven in, sessions
+    pinned to connections, the python that runs it)."""
+    here = sys.executable
+    found: dict[str, Target] = {
+        ONE: (["--json-response", "--workers", "1", "--stateless"], (MODERN, HANDSHAKE), False, here),
+        TWO: (["--json-response", "--workers", "2", "--stateless"], (MODERN, HANDSHAKE), False, here),
     }
     if redis:
-        for name, workers, pinned in (
+        rows = [
             (ONE_REDIS, "1", False),
             (TWO_REDIS, "2", False),
             (ONE_PINNED, "1", True),
             (TWO_PINNED, "2", True),
-        ):
-            found[name] = (["--json-response", "--workers", workers, "--redis", redis], (HANDSHAKE,), pinned)
+        ]
+        for name, workers, pinned in rows:
+            options = ["--json-response", "--workers", workers, "--redis", redis]
+            found[name] = (options, (HANDSHAKE,), pinned, here)
+        if link:
+            for name, pinned in ((TWO_LINK, False), (TWO_PINNED_LINK, True)):
+                options = ["--json-response", "--workers", "2", "--redis", redis, "--direct-link"]
+                found[name] = (options, (HANDSHAKE,), pinned, here)
+    if baseline:
+        for name, (options, eras, pinned, _) in list(found.items()):
+            if "--direct-link" not in options:
+                found[name + BASE] = (options, eras, pinned, baseline)
     return found
 
 
@@ -210,9 +236,9 @@ def capacity(row: dict[str, Any], processes: int) -> float:
 
 
 def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[str, Any]]:
-    options, eras, pinned = args.servers[name]
+    options, eras, pinned, python = args.servers[name]
     load = load_average()
-    server = CliServer(options)
+    server = CliServer(options, python)
     probe = RedisProbe(args.redis) if args.redis and "--redis" in options else None
     before = probe.snapshot() if probe is not None else (None, None)
     workers_before = [process_ticks(pid) for pid in server.pids[1:]]
@@ -248,7 +274,7 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
             # Over the whole driver run (warm-up and priming too): ≈.
             after = probe.snapshot()
             calls = rows[0]["calls_per_s"] * (args.seconds + args.warmup + args.prime)
-            if before[0] is not None and after[0] is not None:
+            if before[0] is not None and after[0] is not None and "--direct-link" not in options:
                 rows[0]["forwarded"] = round((after[0] - before[0]) / 2 / calls, 3)
             if before[1] is not None and after[1] is not None:
                 rows[0]["redis_cpu_us"] = round((after[1] - before[1]) * 1e6 / clock_ticks() / calls, 1)
@@ -267,7 +293,11 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ratios = {}
-    for num, den in ((TWO, ONE), (TWO_REDIS, ONE_REDIS), (TWO_PINNED, ONE_PINNED)):
+    pairs = [(TWO, ONE), (TWO_REDIS, ONE_REDIS), (TWO_PINNED, ONE_PINNED)]
+    pairs += [(TWO_LINK, ONE_REDIS), (TWO_PINNED_LINK, ONE_PINNED), (TWO_LINK, TWO_REDIS)]
+    pairs += [(num + BASE, den + BASE) for num, den in pairs[:3]]
+    pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_REDIS + BASE)]
+    for num, den in pairs:
         if per := round_ratios(rows, "calls_per_s", num, den, ("era", "concurrency")):
             ratios[f"calls_per_s {num}/{den}"] = per
         if per := round_ratios(rows, "server_cpu_us", num, den, ("era", "concurrency")):
@@ -341,13 +371,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--redis", metavar="URL", default=None, help="also run the session rows on this Redis"
     )
+    parser.add_argument(
+        "--direct-link",
+        action="store_true",
+        help="with --redis: also the 2-worker session rows over direct links",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        default=None,
+        help="also run every row (but the link ones) with this interpreter's trio-mcp, named '… (base)'",
+    )
     args = parser.parse_args(argv)
     if min(args.concurrency, args.connections, args.sessions) < 1:
         parser.error("--concurrency, --connections and --sessions must be >= 1")
     if args.warmup is None:
         args.warmup = default_warmup(args.seconds)
-    args.servers = targets(args.redis)
-    if args.redis and args.targets == f"{ONE},{TWO}":
+    args.servers = targets(args.redis, args.direct_link, args.baseline)
+    if (args.redis or args.baseline) and args.targets == f"{ONE},{TWO}":
         args.targets = ",".join(args.servers)
     resolve_common(parser, args, {name: name for name in args.servers})
     return args

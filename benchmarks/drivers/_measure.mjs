@@ -27,6 +27,10 @@ const round1 = (x) => Math.round(x * 10) / 10;
  */
 export async function measure({ call, caller: makeCall, concurrency, warmup, seconds, pid, clockTicks }) {
   const serverTicks = () => cpuTicks(pid);
+  // With a list of pids, each one's ticks too (the split of the server side's CPU).
+  const eachTicks = () => (Array.isArray(pid) ? pid.map((one) => cpuTicks(one)) : []);
+  let each0 = [];
+  let each1 = [];
   const latencies = [];
   let measuring = false;
   let stopped = false;
@@ -38,6 +42,7 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
   let own1 = null;
   const startTimer = setTimeout(() => {
     cpu0 = serverTicks();
+    each0 = eachTicks();
     own0 = process.cpuUsage();
     t0 = performance.now();
     measuring = true;
@@ -48,6 +53,7 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
   function endWindow() {
     t1 = performance.now();
     cpu1 = serverTicks();
+    each1 = eachTicks();
     own1 = process.cpuUsage(own0);
     measuring = false;
     stopped = true;
@@ -90,5 +96,8 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
     p99_us: round1(percentile(latencies, 99) * 1e3),
     server_cpu_us: round1((((cpu1 - cpu0) / clockTicks) * 1e6) / calls),
     driver_cpu_us: round1((own1.user + own1.system) / calls),
+    ...(each1.length
+      ? { server_cpu_split_us: each1.map((t, i) => round1((((t - each0[i]) / clockTicks) * 1e6) / calls)) }
+      : {}),
   };
 }

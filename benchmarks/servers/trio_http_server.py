@@ -64,6 +64,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--redis", metavar="URL", help="a node of a cluster on this Redis (bench_cluster.py)")
     parser.add_argument("--node-id", default=None, help="with --redis: this node's id")
+    parser.add_argument(
+        "--direct-link", action="store_true", help="with --redis: forward over direct links between nodes"
+    )
     return parser.parse_args(argv)
 
 
@@ -109,7 +112,8 @@ def main(argv: list[str]) -> int:
             from trio_mcp.serving.cluster import ClusterSettings, RedisCluster
 
             named = {"node_id": args.node_id} if args.node_id else {}
-            cluster = RedisCluster(ClusterSettings(url=args.redis, **named))  # type: ignore[arg-type]
+            settings = ClusterSettings(url=args.redis, direct_link=args.direct_link, **named)  # type: ignore[arg-type]
+            cluster = RedisCluster(settings)
         server = HttpServer(
             app, host="127.0.0.1", port=args.port, json_response=args.json_response, cluster=cluster
         )

@@ -132,6 +132,23 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument(
         "--node-header", action="store_true", help="name the serving node in an Mcp-Node response header"
     )
+    cluster.add_argument(
+        "--direct-link",
+        action="store_true",
+        help="forward a request to its session's node over a direct connection between the nodes "
+        "(Redis stays the registry and the fallback)",
+    )
+    cluster.add_argument(
+        "--link-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="with --direct-link: the private address this node listens on (a port chosen at run time)",
+    )
+    cluster.add_argument(
+        "--link-advertise",
+        metavar="HOST:PORT",
+        help="with --direct-link: the address the other nodes dial (nodes on several machines)",
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -167,6 +184,9 @@ class ServeOptions:
     redis_prefix: str = "mcp:"
     lease_ttl: float = 3.0
     node_header: bool = False
+    direct_link: bool = False
+    link_host: str = "127.0.0.1"
+    link_advertise: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -202,6 +222,9 @@ class ServeOptions:
             redis_prefix=args.redis_prefix,
             lease_ttl=args.lease_ttl,
             node_header=args.node_header,
+            direct_link=args.direct_link,
+            link_host=args.link_host,
+            link_advertise=args.link_advertise,
         )
 
     def cluster(self) -> Any:
@@ -225,6 +248,9 @@ class ServeOptions:
                 lease_ttl=lease,
                 renew_interval=min(1.0, lease / 3),
                 node_header=self.node_header,
+                direct_link=self.direct_link,
+                link_host=self.link_host,
+                link_advertise=self.link_advertise,
             )
             if self.node_id is not None:
                 settings = attrs.evolve(settings, node_id=self.node_id)

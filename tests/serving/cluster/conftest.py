@@ -114,7 +114,9 @@ class RedisServer:
 class Node:
     """One ``trio-mcp run -t http --redis …`` process (restartable on its port)."""
 
-    def __init__(self, node_id: str, redis: RedisServer, prefix: str, directory: Path, policy: str) -> None:
+    def __init__(
+        self, node_id: str, redis: RedisServer, prefix: str, directory: Path, policy: str, link: bool = False
+    ) -> None:
         self.id = node_id
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -129,6 +131,7 @@ class Node:
             "--lease-ttl", str(LEASE),
             "--owner-failure", policy,
             "--node-header",
+            *(["--direct-link"] if link else []),
         ]  # fmt: skip
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -232,10 +235,12 @@ def haproxy_config(port: int, servers: list[tuple[str, int]]) -> str:
 class Cluster:
     """A redis-server, nodes and (optionally) an haproxy, all running."""
 
-    def __init__(self, directory: Path, prefix: str, count: int, policy: str, balanced: bool) -> None:
+    def __init__(
+        self, directory: Path, prefix: str, count: int, policy: str, balanced: bool, link: bool = False
+    ) -> None:
         self.prefix = prefix
         self.redis = RedisServer(directory)
-        self.nodes = [Node(f"n{i + 1}", self.redis, prefix, directory, policy) for i in range(count)]
+        self.nodes = [Node(f"n{i + 1}", self.redis, prefix, directory, policy, link) for i in range(count)]
         self.lb: Haproxy | None = None
         self._balanced = balanced
         self.dir = directory
@@ -274,9 +279,14 @@ class Cluster:
 
 @contextlib.contextmanager
 def running_cluster(
-    directory: Path, prefix: str, count: int = 3, policy: str = "adopt", balanced: bool = True
+    directory: Path,
+    prefix: str,
+    count: int = 3,
+    policy: str = "adopt",
+    balanced: bool = True,
+    link: bool = False,
 ) -> Iterator[Cluster]:
-    cluster = Cluster(directory, prefix, count, policy, balanced)
+    cluster = Cluster(directory, prefix, count, policy, balanced, link)
     try:
         cluster.start()
         yield cluster
@@ -287,7 +297,8 @@ def running_cluster(
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Cluster]:
     """Three nodes (adopt policy) behind haproxy, for the whole module; a
-    module may set ``NODES``, ``POLICY`` and ``BALANCED`` (haproxy or not)."""
+    module may set ``NODES``, ``POLICY``, ``BALANCED`` (haproxy or not) and
+    ``LINK`` (forward over direct links between the nodes)."""
     if REDIS_SERVER is None or HAPROXY is None:
         pytest.skip("redis-server and haproxy are not installed (scripts/setup-interop installs them)")
     module = request.module
@@ -298,6 +309,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         count=getattr(module, "NODES", 3),
         policy=getattr(module, "POLICY", "adopt"),
         balanced=getattr(module, "BALANCED", True),
+        link=getattr(module, "LINK", False),
     ) as running:
         yield running
 

@@ -9,6 +9,7 @@ import json
 import signal
 from typing import Any
 
+import coredis
 import httpx
 import pytest
 import trio
@@ -320,23 +321,34 @@ async def test_an_owner_killed_fails_its_calls_then_its_session_is_adopted(reviv
     assert record[b"owner"] == b"n3" and int(record[b"fence"]) == 2
 
 
+async def stop_the_owner_mid_stream(
+    cluster: Cluster, client: httpx.AsyncClient, redis: coredis.Redis[bytes]
+) -> str:
+    """A session opened on n1 streams a call through n2; n1 is stopped
+    (SIGSTOP) beyond its lease: the call fails (``OwnerLost``), n3 adopts
+    the session. Its id (n1 is left stopped)."""
+    n1, n2, n3 = cluster.nodes
+    session_id, _ = await open_session(client, n1.url)
+    headers = headers_for(session_id)
+    await handshake_saved(redis, cluster.prefix, session_id)
+    body = call(2, "countdown", progress="c", n=1000, delay=0.02)
+    async with stream(client, "POST", n2.url, headers, body) as events:
+        assert await events.next() is not None
+        n1.signal(signal.SIGSTOP)
+        while (message := await events.next()) is not None and message.get("id") != 2:
+            pass
+    assert message is not None and message["error"]["data"] == {"owner_lost": "n1"}
+    # n3 adopts the session (a new fence) while n1 is still stopped.
+    assert text_of(await result_of(client, n3.url, session_id, call(3, "where"))) == "n3"
+    return session_id
+
+
 async def test_an_owner_stopped_beyond_its_lease_writes_nothing_once_resumed(revive: Cluster) -> None:
-    n1, n2, n3 = revive.nodes
+    n1, _, _ = revive.nodes
     inbox = f"{revive.prefix}inbox:n2"
     with trio.fail_after(TIMEOUT * 2):
         async with httpx.AsyncClient(timeout=TIMEOUT) as client, redis_client(revive.redis.url) as redis:
-            session_id, _ = await open_session(client, n1.url)
-            headers = headers_for(session_id)
-            await handshake_saved(redis, revive.prefix, session_id)
-            body = call(2, "countdown", progress="c", n=1000, delay=0.02)
-            async with stream(client, "POST", n2.url, headers, body) as events:
-                assert await events.next() is not None
-                n1.signal(signal.SIGSTOP)
-                while (message := await events.next()) is not None and message.get("id") != 2:
-                    pass
-            assert message is not None and message["error"]["data"] == {"owner_lost": "n1"}
-            # n3 adopts the session (a new fence) while n1 is still stopped.
-            assert text_of(await result_of(client, n3.url, session_id, call(3, "where"))) == "n3"
+            session_id = await stop_the_owner_mid_stream(revive, client, redis)
             mark = (await redis.xrevrange(inbox, count=1))[0].identifier
             written = await redis.xrange(inbox, "-", mark)
             assert any(b"progress" in e.field_values.get(b"b", b"") for e in written)

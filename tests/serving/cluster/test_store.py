@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +97,15 @@ async def healthy(*clusters: RedisCluster) -> None:
 
 
 @contextlib.asynccontextmanager
-async def nodes(redis: Redis, *names: str, **options: Any) -> AsyncIterator[list[tuple[str, RedisCluster]]]:
-    """HTTP servers in this process, each one a node (lease 1 s)."""
+async def nodes(
+    redis: Redis,
+    *names: str,
+    link: bool = False,
+    app: Callable[[str], MCPServer] | None = None,
+    **options: Any,
+) -> AsyncIterator[list[tuple[str, RedisCluster]]]:
+    """HTTP servers in this process, each one a node (lease 1 s; ``link``:
+    with direct links), serving ``app(name)``."""
     async with trio.open_nursery() as nursery:
         running = []
         for name in names:
@@ -111,9 +118,10 @@ async def nodes(redis: Redis, *names: str, **options: Any) -> AsyncIterator[list
                     renew_interval=0.25,
                     store_timeout=0.5,
                     node_header=True,
+                    direct_link=link,
                 )
             )
-            server = HttpServer(make_app(name), cluster=cluster, **options)
+            server = HttpServer((app or make_app)(name), cluster=cluster, **options)
             info = await nursery.start(server.run)
             running.append((info.url, cluster))
         with trio.fail_after(TIMEOUT):

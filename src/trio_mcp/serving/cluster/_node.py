@@ -33,6 +33,7 @@ from msgspec import UNSET
 from ...supervision import ChildSpec, Strategy, Supervisor
 from ...transports._asgi import HttpError, Receive, Scope, Send
 from ..http._config import LAST_EVENT_HEADER, SESSION_HEADER
+from ._link import Link, Links
 from ._redis import REDIS_ERRORS, NotWritten, Outgoing, RedisStore, SessionRecord
 from ._registry import ClusterRegistry, restore
 from ._settings import NODE_HEADER, ClusterSettings
@@ -94,6 +95,9 @@ class RedisCluster:
         self.live_owners: dict[tuple[str, str], float] = {}
         #: Requests forwarded here being served, by exchange id.
         self.exchanges: dict[str, Exchange] = {}
+        #: The direct links (``direct_link``), and this node's published address.
+        self.links = Links(self) if settings.direct_link else None
+        self.link_address = ""
         self.lease_until = -math.inf
         self.draining = False
         self._registered = False
@@ -137,6 +141,7 @@ class RedisCluster:
             "serving_forwarded": len(self.exchanges),
             "waiting_forwarded": len(self.replies),
             "broadcasts_dropped": self.broadcasts_dropped,
+            **(self.links.statistics() if self.links is not None else {}),
         }
 
     # ------------------------------------------------------------ lifecycle
@@ -156,8 +161,11 @@ class RedisCluster:
         shared = app._shared
         if shared is not None and hasattr(shared, "broadcast_relay"):
             shared.broadcast_relay = self._relay
+        # The link first: the lease publishes its address.
+        links = [ChildSpec(id="link", start=self.links.run)] if self.links is not None else []
         supervisor = Supervisor(
             [
+                *links,
                 ChildSpec(id="lease", start=self._lease, shutdown_grace=self.settings.store_timeout),
                 ChildSpec(id="inbox", start=self._inbox),
                 ChildSpec(id="outbox", start=self._outbox),
@@ -236,7 +244,9 @@ class RedisCluster:
         try:
             with trio.fail_after(settings.store_timeout):
                 if not self._registered:
-                    held = await self.store.register(settings.node_id, nonce, fresh=not self._booted)
+                    held = await self.store.register(
+                        settings.node_id, nonce, fresh=not self._booted, link=self.link_address
+                    )
                     if not held:
                         self.refused += 1
                         log.warning("node id %s is held by another live process: waiting", settings.node_id)
@@ -332,31 +342,35 @@ class RedisCluster:
 
     def _dispatch(self, fields: dict[bytes, bytes]) -> None:
         kind = fields.get(b"k")
-        ident = fields.get(b"f", b"").decode("utf-8", "replace")
         if kind == b"req":
-            nursery = self._nursery
-            if not all(fields.get(k) for k in _REQUEST_FIELDS):
-                log.warning("an inbox entry that is no request was ignored: %r", sorted(fields))
-            elif nursery is not None:
-                nursery.start_soon(self._serve_forwarded, fields)
+            self.dispatch_request(fields)
         elif kind == b"start" or kind == b"body":
-            reply = self.replies.get(ident)
-            if reply is not None:
-                try:
-                    reply.send_nowait(fields)
-                except trio.WouldBlock:
-                    reply.close()  # the client reads too slowly: it resumes
-                except trio.ClosedResourceError:
-                    pass
+            self.dispatch_answer(fields)
         elif kind == b"dis":
-            exchange = self.exchanges.get(ident)
+            exchange = self.exchanges.get(fields.get(b"f", b"").decode("utf-8", "replace"))
             if exchange is not None:
                 exchange.disconnected.set()
 
-    async def _serve_forwarded(self, fields: dict[bytes, bytes]) -> None:
-        busy = len(self.exchanges) >= self.settings.max_forwarded or not self.healthy
-        self.forwarded += 1
-        await serve_forwarded(self, fields, busy=busy)
+    def dispatch_request(self, fields: dict[bytes, bytes], link: Link | None = None) -> None:
+        """Serve a request forwarded here (from the inbox, or over ``link``)."""
+        nursery = self._nursery
+        if not all(fields.get(k) for k in _REQUEST_FIELDS):
+            log.warning("a forwarded entry that is no request was ignored: %r", sorted(fields))
+        elif nursery is not None:
+            busy = len(self.exchanges) >= self.settings.max_forwarded or not self.healthy
+            self.forwarded += 1
+            nursery.start_soon(serve_forwarded, self, fields, busy, link)
+
+    def dispatch_answer(self, fields: dict[bytes, bytes]) -> None:
+        """A piece of the answer to a request this node forwarded, to its relay."""
+        reply = self.replies.get(fields.get(b"f", b"").decode("utf-8", "replace"))
+        if reply is not None:
+            try:
+                reply.send_nowait(fields)
+            except trio.WouldBlock:
+                reply.close()  # the client reads too slowly: it resumes
+            except trio.ClosedResourceError:
+                pass  # answered already (a late piece is dropped)
 
     # ----------------------------------------------------------------- bus
 

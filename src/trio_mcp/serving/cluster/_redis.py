@@ -7,6 +7,9 @@ Keys (every one behind :attr:`ClusterSettings.prefix`):
     ``renew_interval``, taken only when free (two live processes never share
     a node id; a restarted node waits for its previous life's lease to end). A node whose key is gone (or holds another nonce) is
     dead; so are its sessions' calls in flight.
+``link:{nid}``
+    the address of the node's direct link (``direct_link``), with the
+    lease's lifetime.
 ``inbox:{nid}``
     a stream (``MAXLEN ~ inbox_maxlen``): the requests other nodes forward to
     this one, and the pieces of the responses it gets back for the requests it
@@ -55,7 +58,8 @@ _LOOKUP = """
 local s = redis.call('HMGET', KEYS[1], 'owner', 'nonce', 'fence', 'state')
 if not s[1] then return false end
 local live = redis.call('GET', ARGV[1] .. 'node:' .. s[1])
-return {s[1], s[2] or '', s[3] or '0', s[4] or '', live or ''}
+local link = redis.call('GET', ARGV[1] .. 'link:' .. s[1])
+return {s[1], s[2] or '', s[3] or '0', s[4] or '', live or '', link or ''}
 """
 
 _ADOPT = """
@@ -96,9 +100,11 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
+# KEYS: the lease, the inbox, the link address; ARGV[4]: the address ('' for none).
 _REGISTER = """
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
 if ARGV[3] == '1' then redis.call('DEL', KEYS[2]) end
+if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2]) else redis.call('DEL', KEYS[3]) end
 return 1
 """
 
@@ -106,12 +112,19 @@ _RENEW = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
 return 1
 """
 
 _RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1], KEYS[2]) return 1 end
 return 0
+"""
+
+# The milliseconds left of a node's lease held under a nonce (0: not held).
+_LEASE_LEFT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PTTL', KEYS[1])
 """
 
 _DELETE_MINE = """
@@ -154,6 +167,8 @@ class SessionRecord:
     state: bytes
     #: Whether the owner still holds the lease the session was started under.
     alive: bool
+    #: The owner's direct link address (``""``: none published).
+    link: str = ""
 
 
 def _ms(seconds: float) -> int:
@@ -178,19 +193,21 @@ class RedisStore:
         self._renew = self.client.register_script(_RENEW)
         self._release = self.client.register_script(_RELEASE)
         self._delete_mine = self.client.register_script(_DELETE_MINE)
+        self._lease_left = self.client.register_script(_LEASE_LEFT)
 
     def key(self, *parts: str) -> str:
         return self.settings.key(*parts)
 
     # --------------------------------------------------------------- leases
 
-    async def register(self, node: str, nonce: str, *, fresh: bool) -> bool:
-        """Take the lease afresh (``fresh``: at boot, with an empty inbox);
-        False while another live process holds this node id (or this one's
-        previous life, until its lease runs out)."""
+    async def register(self, node: str, nonce: str, *, fresh: bool, link: str = "") -> bool:
+        """Take the lease afresh (``fresh``: at boot, with an empty inbox),
+        publishing the node's ``link`` address with it; False while another
+        live process holds this node id (or this one's previous life, until
+        its lease runs out)."""
         taken: Any = await self._register(
-            keys=[self.key("node", node), self.key("inbox", node)],
-            args=[nonce, _ms(self.settings.lease_ttl), "1" if fresh else "0"],
+            keys=[self.key("node", node), self.key("inbox", node), self.key("link", node)],
+            args=[nonce, _ms(self.settings.lease_ttl), "1" if fresh else "0", link],
         )
         return bool(taken)
 
@@ -198,16 +215,21 @@ class RedisStore:
         """Extend the lease; False when it was lost (expired, or taken over)."""
         settings = self.settings
         done: Any = await self._renew(
-            keys=[self.key("node", node), self.key("inbox", node)],
+            keys=[self.key("node", node), self.key("inbox", node), self.key("link", node)],
             args=[nonce, _ms(settings.lease_ttl), _ms(settings.lease_ttl * 4)],
         )
         return bool(done)
 
     async def release(self, node: str, nonce: str) -> None:
-        await self._release(keys=[self.key("node", node)], args=[nonce])
+        await self._release(keys=[self.key("node", node), self.key("link", node)], args=[nonce])
 
     async def alive(self, node: str, nonce: str) -> bool:
         return await self.client.get(self.key("node", node)) == nonce.encode()
+
+    async def lease_left(self, node: str, nonce: str) -> float:
+        """Seconds left of a node's lease held under ``nonce`` (0: not held)."""
+        left: Any = await self._lease_left(keys=[self.key("node", node)], args=[nonce])
+        return max(0, int(left)) / 1000
 
     # ------------------------------------------------------------- sessions
 
@@ -217,7 +239,10 @@ class RedisStore:
             return None
         owner, nonce, fence, live = _text(found[0]), _text(found[1]), _text(found[2]), _text(found[4])
         state = found[3] if isinstance(found[3], bytes) else b""
-        return SessionRecord(owner=owner, nonce=nonce, fence=int(fence), state=state, alive=live == nonce)
+        link = _text(found[5]) if len(found) > 5 else ""
+        return SessionRecord(
+            owner=owner, nonce=nonce, fence=int(fence), state=state, alive=live == nonce, link=link
+        )
 
     async def create(self, session_id: str, node: str, nonce: str, ttl: float) -> None:
         key = self.key("sess", session_id)

@@ -62,6 +62,18 @@ class ClusterSettings:
     outbox_batch: int = 128
     #: Add ``Mcp-Node: <node_id>`` to every response (for tests and operators).
     node_header: bool = False
+    #: Forward requests to their session's owner over a direct connection
+    #: between the nodes (the Redis inbox stays the fallback); see ``_link``.
+    direct_link: bool = False
+    #: Where this node listens for direct links (private: other nodes only).
+    link_host: str = "127.0.0.1"
+    #: Its port (0: one chosen at run time).
+    link_port: int = 0
+    #: ``host:port`` the other nodes dial (default: the address listened on;
+    #: set it for nodes on several machines, with ``link_host`` ``0.0.0.0``).
+    link_advertise: str | None = None
+    #: The largest frame a link takes (a forwarded request or a piece of an answer).
+    link_max_frame: int = 64 << 20
 
     def __attrs_post_init__(self) -> None:
         check_positive(
@@ -76,12 +88,15 @@ class ClusterSettings:
                 "bus_queue",
                 "outbox_queue",
                 "outbox_batch",
+                "link_max_frame",
             ),
         )
         if self.renew_interval >= self.lease_ttl:
             raise ValueError("ClusterSettings.renew_interval must be shorter than lease_ttl")
         if self.owner_failure not in ("adopt", "drop"):
             raise ValueError(f"owner_failure must be 'adopt' or 'drop', not {self.owner_failure!r}")
+        if not 0 <= self.link_port < 65536:
+            raise ValueError(f"link_port must be a port number, not {self.link_port}")
         if not self.node_id or ":" in self.node_id:
             raise ValueError("node_id must be non-empty and without ':'")
 

@@ -39,6 +39,7 @@ from ...transports._asgi import (
     watch_disconnect,
 )
 from ...transports.http._sse import format_event
+from ._link import Link
 from ._redis import REDIS_ERRORS, SessionRecord
 from ._settings import OwnerLost
 
@@ -130,11 +131,20 @@ async def forward(
         "b": body,
     }
     relay = _Relay(cluster, send, owner)
+    link = await cluster.links.to(owner) if cluster.links is not None else None
     try:
-        try:
-            await cluster.write(owner.owner, fields)
-        except REDIS_ERRORS:
-            raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
+        if link is not None:
+            link.idents.add(ident)
+            try:
+                await link.send(fields)
+            except trio.BrokenResourceError:
+                link.idents.discard(ident)  # closed before it was queued: the inbox takes it
+                link = None
+        if link is None:
+            try:
+                await cluster.write(owner.owner, fields)
+            except REDIS_ERRORS:
+                raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
         # Most answers come whole, and soon: relayed without watching the
         # client; a slower one (or a stream) is watched from renew_interval on.
         entry = None
@@ -150,6 +160,8 @@ async def forward(
         return not relay.misdirected
     finally:
         del cluster.replies[ident]
+        if link is not None:
+            link.idents.discard(ident)
         if relay.lost:
             cluster.routes.pop(session_id, None)
             cluster.forget_owner(owner)
@@ -157,7 +169,10 @@ async def forward(
             # The client went away (or the relay could not keep up): the owner stops.
             with trio.CancelScope(shield=True), trio.move_on_after(settings.store_timeout):
                 try:
-                    await cluster.write(owner.owner, {"k": "dis", "f": ident})
+                    if link is not None:
+                        await link.send({"k": "dis", "f": ident})
+                    else:
+                        await cluster.write(owner.owner, {"k": "dis", "f": ident})
                 except Exception as exc:  # best effort (the store may be closing with the server)
                     log.debug("could not tell %s that a client went away: %r", owner.owner, exc)
 
@@ -174,6 +189,7 @@ class _Relay:
         self.ended = False
         self.lost = False
         self.misdirected = False
+        self.body = b""
 
     async def run(
         self,
@@ -182,6 +198,7 @@ class _Relay:
         entry: dict[bytes, bytes] | None = None,
     ) -> None:
         """Relay ``entry`` (if any received already), then the next ones, to the end."""
+        self.body = body
         settings = self.cluster.settings
         while True:
             if entry is None:
@@ -202,7 +219,13 @@ class _Relay:
 
     async def _relay(self, entry: dict[bytes, bytes]) -> bool:
         """Relay one entry; True once the response is complete."""
-        if entry.get(b"k") == b"start":
+        kind = entry.get(b"k")
+        if kind == b"lost":  # the direct link it went over broke
+            await self._owner_gone()
+            self.lost = True
+            await self._fail(self.body)
+            return True
+        if kind == b"start":
             response_headers = _unpack_headers(entry.get(b"h", b""))
             if MISDIRECTED in response_headers:
                 self.misdirected = self.ended = True
@@ -231,6 +254,16 @@ class _Relay:
         with trio.CancelScope(shield=True), trio.fail_after(self.cluster.app.settings.write_timeout):
             await self.send(message)
 
+    async def _owner_gone(self) -> None:
+        """Until the owner's lease is gone, within ``lease_ttl`` plus one
+        ``renew_interval`` (a broken link mostly means a dead owner: its
+        session is adopted, or dropped, at the next request, as on the inbox
+        path; a live one lost this request with the link all the same)."""
+        settings = self.cluster.settings
+        with trio.move_on_after(settings.lease_ttl + settings.renew_interval):
+            while await self._owner_alive():
+                await trio.sleep(settings.renew_interval)
+
     async def _owner_alive(self) -> bool:
         owner = self.owner
         try:
@@ -258,9 +291,12 @@ class _Relay:
 # -------------------------------------------------------------------- owner
 
 
-async def serve_forwarded(cluster: RedisCluster, fields: dict[bytes, bytes], *, busy: bool = False) -> None:
+async def serve_forwarded(
+    cluster: RedisCluster, fields: dict[bytes, bytes], busy: bool = False, link: Link | None = None
+) -> None:
     """Serve a request another node forwarded here, as if it had come directly
-    (``busy``: answer ``503`` instead)."""
+    (``busy``: answer ``503`` instead), answering through the ingress's inbox
+    or on the ``link`` it came by."""
     ident = fields[b"f"].decode()
     ingress = fields[b"from"].decode()
     exchange = Exchange(ingress, fields.get(b"fn", b"").decode())
@@ -312,7 +348,12 @@ async def serve_forwarded(cluster: RedisCluster, fields: dict[bytes, bytes], *, 
             }
             if held:
                 entry = {**held.pop(), **entry}
-        if not await cluster.write(ingress, entry, nonce):
+        if link is not None:
+            # Fenced by this node's own view of its lease (see ``_link``).
+            if nonce != cluster.nonce or not cluster.healthy:
+                raise trio.BrokenResourceError("fenced: this node lost its lease")
+            await link.send(entry)
+        elif not await cluster.write(ingress, entry, nonce):
             cluster.fenced(nonce, "a forwarded response could not be written: the lease is lost")
             raise trio.BrokenResourceError("fenced: this node lost its lease")
         if entry["k"] == "start":
@@ -344,3 +385,5 @@ async def serve_forwarded(cluster: RedisCluster, fields: dict[bytes, bytes], *, 
                     pass
     finally:
         cluster.exchanges.pop(ident, None)
+        if link is not None:
+            link.idents.discard(ident)

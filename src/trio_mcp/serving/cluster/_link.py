@@ -1,0 +1,341 @@
+"""Direct links between the nodes of a cluster (``direct_link``): a request
+forwarded to its session's owner goes as one frame over a persistent
+connection, and the owner answers on the same connection, instead of two
+Redis stream writes and reads per request.
+
+Each node listens on a private address (``link_host``, a port chosen at run
+time; ``link_advertise`` is what the others dial), published in Redis next to
+its lease (``link:{nid}``, same lifetime). An ingress keeps one connection per
+owner node, opened on first use with a hello that names both sides' lease
+nonces: an owner answering under another nonce than the session record's is
+not used. Frames are the same entries as the Redis inbox's (``req``, ``dis``,
+``start``, ``body``), length-prefixed msgpack maps, so the owner serves them
+with the same code (:func:`._tunnel.serve_forwarded`).
+
+Redis stays the registry, the lease and fence authority, and the fallback:
+when no link can be opened (none published, refused, another nonce) the
+request goes through the owner's inbox as before. Fencing holds without the
+Lua check of the inbox path: the owner writes a frame only while it holds
+its lease under the nonce the link was opened with (its own clock's view,
+which expires no later than Redis's), and the ingress relays a frame only
+while it knows that lease alive (checked in Redis at most once per
+``renew_interval``, trusted no longer than the lease's remaining time); once
+the ingress answered :class:`~._settings.OwnerLost` the exchange is gone and a
+late frame is dropped. A link that breaks ends the exchanges on it: the
+owner's as if their client went away, the ingress's with ``OwnerLost`` (the
+request may or may not have been served: never a hang, never a replay).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import struct
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from ._redis import REDIS_ERRORS, SessionRecord
+
+if TYPE_CHECKING:
+    from ._node import RedisCluster
+
+__all__ = ["LOST", "Link", "Links"]
+
+log = logging.getLogger("trio_mcp.cluster")
+
+_LENGTH = struct.Struct(">I")
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(dict[str, bytes]).decode
+#: What a relay receives when the link its request went over broke.
+LOST: dict[bytes, bytes] = {b"k": b"lost"}
+
+
+class LinkError(Exception):
+    """A peer that does not speak the link protocol (or breaks its bounds)."""
+
+
+#: How a link ends (the peer went away, or spoke nonsense): the link closes, nothing else.
+_ENDED = (LinkError, trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+def _frame(fields: Mapping[str, str | bytes]) -> bytes:
+    data = _encode({k: v.encode() if isinstance(v, str) else v for k, v in fields.items()})
+    return _LENGTH.pack(len(data)) + data
+
+
+def _entry(raw: dict[str, bytes]) -> dict[bytes, bytes]:
+    return {k.encode(): v for k, v in raw.items()}
+
+
+class Link:
+    """One connection between two nodes: frames in, frames out (written by
+    :meth:`run`, as many at once as queued up)."""
+
+    def __init__(self, stream: trio.abc.Stream, peer: str, nonce: str, max_frame: int, queue: int) -> None:
+        self.stream = stream
+        #: The node at the other end, and the lease nonce it spoke under.
+        self.peer = peer
+        self.nonce = nonce
+        self.max_frame = max_frame
+        #: The exchanges (forwarded requests) in flight on this link.
+        self.idents: set[str] = set()
+        #: This node's lease nonce when it opened the link (an ingress's).
+        self.own_nonce = ""
+        self.closed = False
+        self._buffer = bytearray()
+        self._out_send, self._out_recv = trio.open_memory_channel[bytes](queue)
+
+    async def send(self, fields: Mapping[str, str | bytes]) -> None:
+        """Queue a frame (:class:`trio.BrokenResourceError` once the link is closed)."""
+        if self.closed:
+            raise trio.BrokenResourceError("the link is closed")
+        try:
+            await self._out_send.send(_frame(fields))
+        except trio.ClosedResourceError:
+            raise trio.BrokenResourceError("the link is closed") from None
+
+    async def receive(self) -> dict[bytes, bytes] | None:
+        """The next frame, or None at the end of the stream."""
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= _LENGTH.size:
+                (size,) = _LENGTH.unpack_from(buffer)
+                if size > self.max_frame:
+                    raise LinkError(f"a frame of {size} bytes (link_max_frame is {self.max_frame})")
+                end = _LENGTH.size + size
+                if len(buffer) >= end:
+                    data = bytes(buffer[_LENGTH.size : end])
+                    del buffer[:end]
+                    try:
+                        return _entry(_decode(data))
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        raise LinkError(f"a frame that is no entry: {exc}") from None
+            chunk = await self.stream.receive_some(1 << 16)
+            if not chunk:
+                return None
+            buffer += chunk
+
+    async def write_frames(self) -> None:
+        """Write the queued frames until the link closes."""
+        async for first in self._out_recv:
+            batch = [first]
+            while True:
+                try:
+                    batch.append(self._out_recv.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            await self.stream.send_all(b"".join(batch) if len(batch) > 1 else first)
+
+    async def close(self) -> None:
+        self.closed = True
+        self._out_send.close()
+        with trio.CancelScope(shield=True), trio.move_on_after(1):
+            await self.stream.aclose()
+
+
+async def _hello(link: Link, timeout: float) -> dict[bytes, bytes]:
+    with trio.move_on_after(timeout):
+        hello = await link.receive()
+        if hello is None or hello.get(b"k") != b"hello":
+            raise LinkError("no hello")
+        return hello
+    raise LinkError("no hello in time")
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class Links:
+    """A node's direct links: its listener (the owner side) and its
+    connections to owners (the ingress side), under one supervised child."""
+
+    def __init__(self, cluster: RedisCluster) -> None:
+        self.cluster = cluster
+        #: Links to owner nodes, by node id.
+        self.to_owner: dict[str, Link] = {}
+        #: Owners whose link could not be opened, not tried again before the time given.
+        self.down_until: dict[str, float] = {}
+        self._connecting: dict[str, trio.Lock] = {}
+        self._nursery: trio.Nursery | None = None
+        #: Frames relayed from owners, and the ones dropped (their owner's lease not known alive).
+        self.received = 0
+        self.dropped = 0
+
+    # --------------------------------------------------------------- running
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen, publish the address (through the lease), serve links until cancelled."""
+        settings = self.cluster.settings
+        listeners = await trio.open_tcp_listeners(settings.link_port, host=settings.link_host)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                sockname = listeners[0].socket.getsockname()
+                host = f"[{sockname[0]}]" if ":" in sockname[0] else sockname[0]
+                self.cluster.link_address = settings.link_advertise or f"{host}:{sockname[1]}"
+                nursery.start_soon(trio.serve_listeners, self._serve, listeners)
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            self.cluster.link_address = ""
+            for link in list(self.to_owner.values()):
+                self._lost(link)
+            self.to_owner.clear()
+
+    # ------------------------------------------------------------ owner side
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
+        cluster = self.cluster
+        settings = cluster.settings
+        link = Link(stream, "", "", settings.link_max_frame, settings.outbox_queue)
+        try:
+            hello = await _hello(link, settings.store_timeout)
+            link.peer = hello.get(b"from", b"").decode()
+            link.nonce = hello.get(b"fn", b"").decode()
+            await link.send({"k": "hello", "n": cluster.nonce})
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(link.write_frames)
+                while (fields := await link.receive()) is not None:
+                    self._owner_frame(link, fields)
+                nursery.cancel_scope.cancel()
+        except* _ENDED as group:
+            log.debug("a link from %s ended: %r", link.peer or "?", group.exceptions[0])
+        finally:
+            await link.close()
+            for ident in link.idents:
+                exchange = cluster.exchanges.get(ident)
+                if exchange is not None:
+                    exchange.disconnected.set()
+
+    def _owner_frame(self, link: Link, fields: dict[bytes, bytes]) -> None:
+        kind = fields.get(b"k")
+        if kind == b"req":
+            fields[b"from"], fields[b"fn"] = link.peer.encode(), link.nonce.encode()
+            link.idents.add(fields.get(b"f", b"").decode("utf-8", "replace"))
+            self.cluster.dispatch_request(fields, link)
+        elif kind == b"dis":
+            exchange = self.cluster.exchanges.get(fields.get(b"f", b"").decode("utf-8", "replace"))
+            if exchange is not None:
+                exchange.disconnected.set()
+
+    # ---------------------------------------------------------- ingress side
+
+    async def to(self, owner: SessionRecord) -> Link | None:
+        """The link to a session's owner (opened if need be), or None: use the inbox."""
+        if not owner.link or self._nursery is None:
+            return None
+        link = self.to_owner.get(owner.owner)
+        if link is not None and self._usable(link, owner):
+            return link
+        if self.down_until.get(owner.owner, -math.inf) > trio.current_time():
+            return None
+        lock = self._connecting.setdefault(owner.owner, trio.Lock())
+        async with lock:
+            link = self.to_owner.get(owner.owner)
+            if link is not None and self._usable(link, owner):
+                return link
+            if link is not None:
+                self._lost(link)
+                await link.close()
+            link = await self._open(owner)
+            if link is None:
+                self.down_until[owner.owner] = trio.current_time() + self.cluster.settings.renew_interval
+            return link
+
+    def _usable(self, link: Link, owner: SessionRecord) -> bool:
+        # Opened under both sides' current leases (the owner's that the
+        # session record names, and this node's: the owner stops serving a
+        # link whose ingress lease is gone).
+        return not link.closed and link.nonce == owner.nonce and link.own_nonce == self.cluster.nonce
+
+    async def _open(self, owner: SessionRecord) -> Link | None:
+        cluster = self.cluster
+        settings = cluster.settings
+        nursery = self._nursery
+        stream: trio.SocketStream | None = None
+        try:
+            with trio.fail_after(settings.store_timeout):
+                stream = await trio.open_tcp_stream(*_address(owner.link))
+                link = Link(stream, owner.owner, owner.nonce, settings.link_max_frame, settings.outbox_queue)
+                link.own_nonce = cluster.nonce
+                await stream.send_all(_frame({"k": "hello", "from": settings.node_id, "fn": link.own_nonce}))
+                hello = await _hello(link, settings.store_timeout)
+        except (*_ENDED, ValueError, trio.TooSlowError) as exc:
+            log.debug("no link to %s at %s: %r", owner.owner, owner.link, exc)
+            if stream is not None:
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+            return None
+        if hello.get(b"n", b"").decode() != owner.nonce or nursery is None:
+            # Not the owner the session record names (restarted, fenced): the inbox decides.
+            await link.close()
+            return None
+        self.to_owner[owner.owner] = link
+        nursery.start_soon(self._run_to_owner, link)
+        return link
+
+    async def _run_to_owner(self, link: Link) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(link.write_frames)
+                while (fields := await link.receive()) is not None:
+                    if not await self._trusted(link):
+                        # Its lease ran out: whatever it says now is fenced off.
+                        self.dropped += 1
+                        break
+                    self.received += 1
+                    self.cluster.dispatch_answer(fields)
+                nursery.cancel_scope.cancel()
+        except* _ENDED as group:
+            log.debug("the link to %s ended: %r", link.peer, group.exceptions[0])
+        finally:
+            self._lost(link)
+            await link.close()
+
+    async def _trusted(self, link: Link) -> bool:
+        """Whether the owner at the other end still holds its lease under the
+        link's nonce (asked in Redis at most once per ``renew_interval``, and
+        trusted no longer than the lease's remaining time)."""
+        cluster = self.cluster
+        key = (link.peer, link.nonce)
+        if cluster.live_owners.get(key, -math.inf) > trio.current_time():
+            return True
+        began = trio.current_time()
+        try:
+            with trio.fail_after(cluster.settings.store_timeout):
+                left = await cluster.store.lease_left(link.peer, link.nonce)
+        except REDIS_ERRORS:
+            return False
+        if left <= 0:
+            cluster.live_owners.pop(key, None)
+            return False
+        cluster.live_owners[key] = began + min(left, cluster.settings.renew_interval)
+        return True
+
+    def _lost(self, link: Link) -> None:
+        """A link to an owner is gone: the requests in flight on it fail (``OwnerLost``)."""
+        link.closed = True
+        if self.to_owner.get(link.peer) is link:
+            del self.to_owner[link.peer]
+        for ident in list(link.idents):
+            reply = self.cluster.replies.get(ident)
+            if reply is not None:
+                try:
+                    reply.send_nowait(LOST)
+                except (trio.WouldBlock, trio.ClosedResourceError):
+                    reply.close()
+        link.idents.clear()
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "link_address": self.cluster.link_address,
+            "links_to_owners": len(self.to_owner),
+            "link_frames_received": self.received,
+            "link_frames_dropped": self.dropped,
+        }
