@@ -58,6 +58,12 @@ def test_workers_need_http_and_a_positive_count() -> None:
     assert out.returncode == 2 and "--workers" in out.stderr
 
 
+def test_workers_refuse_one_advertised_link_address_for_several_processes() -> None:
+    redis = ("--redis", "redis://127.0.0.1:1/0", "--direct-link", "--link-advertise", "10.0.0.1:9000")
+    out = _refused("-t", "http", "--workers", "2", *redis)
+    assert out.returncode == 2 and "--link-advertise" in out.stderr and "port of its own" in out.stderr
+
+
 def test_a_short_request_state_key_is_refused() -> None:
     out = _refused("-t", "http", "--request-state-key", "short")
     assert out.returncode == 2 and "at least 32" in out.stderr
@@ -175,13 +181,15 @@ async def test_request_state_keys_from_the_command_line_and_the_environment() ->
     shutil.which("redis-server") is None,
     reason="needs Debian's redis-server (scripts/setup-interop installs it)",
 )
+@pytest.mark.parametrize("link", [False, True], ids=["inbox", "direct-link"])
 async def test_two_workers_on_redis_serve_one_handshake_session_whichever_takes_the_request(
-    tmp_path: Path,
+    tmp_path: Path, link: bool
 ) -> None:
     """``--workers 2 --redis URL``: sessions are shared, so no --stateless is
     needed; each worker is a node of its own (``--node-id w`` gives w-0 and
     w-1), and a call that reaches the worker not owning the session is
-    forwarded to the one that does."""
+    forwarded to the one that does (through Redis, or with ``--direct-link``
+    over a connection between the workers)."""
     from tests.serving.cluster.conftest import RedisServer
 
     redis = RedisServer(tmp_path)
@@ -197,6 +205,7 @@ async def test_two_workers_on_redis_serve_one_handshake_session_whichever_takes_
                 "w",
                 "--node-header",
                 "--json-response",
+                *(["--direct-link"] if link else []),
             )
             async with served(*args) as server:
                 opened = await initialize(server.url)

@@ -82,6 +82,11 @@ def check_workers(options: ServeOptions) -> None:
             "Add --stateless to serve the 2026-07-28 era and handshake-era requests without sessions, "
             "or --redis URL to share sessions between the processes."
         )
+    if options.link_advertise is not None:
+        usage_error(
+            f"--link-advertise names one address, and each of --workers {options.workers} processes "
+            "listens for direct links on a port of its own: leave it out (they dial 127.0.0.1)."
+        )
 
 
 def run_workers(args: argparse.Namespace, options: ServeOptions) -> int:
