@@ -62,6 +62,7 @@ quiet machine can show the ratio the cores allow.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -70,6 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,25 @@ class CliServer:
                 raise RuntimeError(f"the server exited (status {self.proc.returncode}):\n{text}")
             time.sleep(0.05)
         raise RuntimeError(f"the server did not start within {SERVER_START_TIMEOUT:g} s")
+
+    def wait_leased(self) -> None:
+        """Until every process holds its cluster lease: ``/readyz`` (each
+        answer from whichever process the kernel hands the connection) says
+        so 4 times per process in a row, within the start bound."""
+        readyz = self.url.rsplit("/", 1)[0] + "/readyz"
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        streak = 0
+        while streak < 4 * len(self.pids):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server's processes took no lease within {SERVER_START_TIMEOUT:g} s")
+            try:
+                with urllib.request.urlopen(readyz, timeout=5) as answer:
+                    healthy = json.loads(answer.read())["cluster"]["healthy"]
+            except (OSError, ValueError, KeyError):
+                healthy = False
+            streak = streak + 1 if healthy else 0
+            if not healthy:
+                time.sleep(0.05)
 
     def stop(self) -> int | None:
         if self.proc.poll() is None:
@@ -242,6 +263,12 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
     options, eras, pinned, python = args.servers[name]
     load = load_average()
     server = CliServer(options, python)
+    if "--redis" in options:
+        try:
+            server.wait_leased()
+        except BaseException:
+            server.stop()
+            raise
     probe = RedisProbe(args.redis) if args.redis and "--redis" in options else None
     before = probe.snapshot() if probe is not None else (None, None)
     workers_before = [process_ticks(pid) for pid in server.pids[1:]]

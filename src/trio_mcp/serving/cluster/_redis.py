@@ -127,6 +127,14 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PTTL', KEYS[1])
 """
 
+# One command on the client's shared connection (a MULTI pipeline takes a
+# connection of its own: a burst of initializes would open one each).
+_CREATE = """
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'nonce', ARGV[2], 'fence', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
 _DELETE_MINE = """
 if redis.call('HGET', KEYS[1], 'nonce') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -194,6 +202,7 @@ class RedisStore:
         self._release = self.client.register_script(_RELEASE)
         self._delete_mine = self.client.register_script(_DELETE_MINE)
         self._lease_left = self.client.register_script(_LEASE_LEFT)
+        self._create = self.client.register_script(_CREATE)
 
     def key(self, *parts: str) -> str:
         return self.settings.key(*parts)
@@ -245,10 +254,7 @@ class RedisStore:
         )
 
     async def create(self, session_id: str, node: str, nonce: str, ttl: float) -> None:
-        key = self.key("sess", session_id)
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(key, {"owner": node, "nonce": nonce, "fence": "1"})
-            pipe.pexpire(key, _ms(ttl))
+        await self._create(keys=[self.key("sess", session_id)], args=[node, nonce, _ms(ttl)])
 
     async def adopt(
         self, session_id: str, old: SessionRecord, node: str, nonce: str, ttl: float
