@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from trio_mcp.server import MCPServer
+from trio_mcp.serving.cluster._link import _frame
 
 from ._helpers import (
     TIMEOUT,
@@ -158,3 +159,25 @@ async def test_a_link_that_breaks_fails_its_calls_typed_and_the_next_request_ope
                     await trio.sleep(0.01)  # the owner stops serving it (its client is gone)
                 assert text_of(await result_of(client, url_b, session_id, call(3, "where"))) == "a"
                 assert b.links.to_owner["a"] is not link
+
+
+async def test_a_peer_that_does_not_name_the_nodes_token_gets_no_link(tmp_path: Path) -> None:
+    async with real_redis(tmp_path) as redis, nodes(redis, "a", link=True, app=make_app) as running:
+        [(_, a)] = running
+        assert a.links is not None
+        host, _, port = a.links.address.rpartition(":")
+        with trio.fail_after(TIMEOUT):
+            for token in ("", "not-" + a.links.token):
+                stream = await trio.open_tcp_stream(host, int(port))
+                hello = {"k": "hello", "from": "intruder", "fn": "x", "t": token}
+                await stream.send_all(_frame(hello))
+                assert await stream.receive_some(1024) == b""  # closed, no hello back
+                await stream.aclose()
+            # The published value carries the token; a peer naming it is answered.
+            published = await a.store.client.get("store:link:a")
+            assert published == f"{a.links.address} {a.links.token}".encode()
+            stream = await trio.open_tcp_stream(host, int(port))
+            hello = {"k": "hello", "from": "peer", "fn": "x", "t": a.links.token}
+            await stream.send_all(_frame(hello))
+            assert await stream.receive_some(1024) != b""
+            await stream.aclose()

@@ -5,8 +5,10 @@ Redis stream writes and reads per request.
 
 Each node listens on a private address (``link_host``, a port chosen at run
 time; ``link_advertise`` is what the others dial), published in Redis next to
-its lease (``link:{nid}``, same lifetime). An ingress keeps one connection per
-owner node, opened on first use with a hello that names both sides' lease
+its lease (``link:{nid}``, same lifetime) with a random token of the
+node's: a peer must name it in its hello, so only a party that can read
+Redis (as on the inbox path) opens a link. An ingress keeps one connection
+per owner node, opened on first use with a hello that names both sides' lease
 nonces: an owner answering under another nonce than the session record's is
 not used. Frames are the same entries as the Redis inbox's (``req``, ``dis``,
 ``start``, ``body``), length-prefixed msgpack maps, so the owner serves them
@@ -28,8 +30,10 @@ request may or may not have been served: never a hang, never a replay).
 
 from __future__ import annotations
 
+import hmac
 import logging
 import math
+import secrets
 import struct
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -162,6 +166,9 @@ class Links:
         self.down_until: dict[str, float] = {}
         self._connecting: dict[str, trio.Lock] = {}
         self._nursery: trio.Nursery | None = None
+        #: What peers dial, and the token they must name (published together).
+        self.address = ""
+        self.token = secrets.token_urlsafe(16)
         #: Frames relayed from owners, and the ones dropped (their owner's lease not known alive).
         self.received = 0
         self.dropped = 0
@@ -177,7 +184,8 @@ class Links:
                 self._nursery = nursery
                 sockname = listeners[0].socket.getsockname()
                 host = f"[{sockname[0]}]" if ":" in sockname[0] else sockname[0]
-                self.cluster.link_address = settings.link_advertise or f"{host}:{sockname[1]}"
+                self.address = settings.link_advertise or f"{host}:{sockname[1]}"
+                self.cluster.link_address = f"{self.address} {self.token}"
                 nursery.start_soon(trio.serve_listeners, self._serve, listeners)
                 task_status.started()
                 await trio.sleep_forever()
@@ -196,6 +204,8 @@ class Links:
         link = Link(stream, "", "", settings.link_max_frame, settings.outbox_queue)
         try:
             hello = await _hello(link, settings.store_timeout)
+            if not hmac.compare_digest(hello.get(b"t", b""), self.token.encode()):
+                raise LinkError("a hello without this node's token")
             link.peer = hello.get(b"from", b"").decode()
             link.nonce = hello.get(b"fn", b"").decode()
             await link.send({"k": "hello", "n": cluster.nonce})
@@ -261,13 +271,15 @@ class Links:
         stream: trio.SocketStream | None = None
         try:
             with trio.fail_after(settings.store_timeout):
-                stream = await trio.open_tcp_stream(*_address(owner.link))
+                address, _, token = owner.link.partition(" ")
+                stream = await trio.open_tcp_stream(*_address(address))
                 link = Link(stream, owner.owner, owner.nonce, settings.link_max_frame, settings.outbox_queue)
                 link.own_nonce = cluster.nonce
-                await stream.send_all(_frame({"k": "hello", "from": settings.node_id, "fn": link.own_nonce}))
+                greeting = {"k": "hello", "from": settings.node_id, "fn": link.own_nonce, "t": token}
+                await stream.send_all(_frame(greeting))
                 hello = await _hello(link, settings.store_timeout)
         except (*_ENDED, ValueError, trio.TooSlowError) as exc:
-            log.debug("no link to %s at %s: %r", owner.owner, owner.link, exc)
+            log.debug("no link to %s at %s: %r", owner.owner, owner.link.partition(" ")[0], exc)
             if stream is not None:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()
@@ -334,7 +346,7 @@ class Links:
 
     def statistics(self) -> dict[str, Any]:
         return {
-            "link_address": self.cluster.link_address,
+            "link_address": self.address,
             "links_to_owners": len(self.to_owner),
             "link_frames_received": self.received,
             "link_frames_dropped": self.dropped,

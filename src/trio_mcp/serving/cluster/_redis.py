@@ -8,8 +8,8 @@ Keys (every one behind :attr:`ClusterSettings.prefix`):
     a node id; a restarted node waits for its previous life's lease to end). A node whose key is gone (or holds another nonce) is
     dead; so are its sessions' calls in flight.
 ``link:{nid}``
-    the address of the node's direct link (``direct_link``), with the
-    lease's lifetime.
+    the address of the node's direct link (``direct_link``) and the token a
+    peer names to open one, with the lease's lifetime.
 ``inbox:{nid}``
     a stream (``MAXLEN ~ inbox_maxlen``): the requests other nodes forward to
     this one, and the pieces of the responses it gets back for the requests it
@@ -175,7 +175,7 @@ class SessionRecord:
     state: bytes
     #: Whether the owner still holds the lease the session was started under.
     alive: bool
-    #: The owner's direct link address (``""``: none published).
+    #: The owner's direct link address and token (``""``: none published).
     link: str = ""
 
 
