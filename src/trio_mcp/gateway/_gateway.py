@@ -448,17 +448,15 @@ class Gateway(LowLevelServer):
         entry = self.entries.get(server)
         return self.request_timeout if entry is None or entry.timeout is None else entry.timeout
 
-    def count_call(self, server: str) -> None:
-        self._count(server).calls += 1
+    def counts(self, server: str) -> _Counts:
+        """What is counted of ``server``: its ``calls`` and ``errors`` (the forwarding path adds to them)."""
+        return self._count(server)
 
-    def count_error(self, server: str) -> None:
-        self._count(server).errors += 1
-
-    def forwarding_route(self, public: str) -> tuple[str, str, ClientSession] | None:
-        """``(server, tool, session)`` for a call the forwarding path may take
-        (see :mod:`._forward`): a tool its server lists and its filter shows,
-        of a server connected now in the handshake era, whose session is not
-        traced; None sends the call to the handler path."""
+    def forwarding_route(self, public: str) -> tuple[str, str, Connection, ClientSession] | None:
+        """``(server, tool, connection, session)`` for a call the forwarding
+        path may take (see :mod:`._forward`): a tool its server lists and its
+        filter shows, of a server connected now in the handshake era, whose
+        session is not traced; None sends the call to the handler path."""
         server, sep, tool = public.partition(SEPARATOR)
         conn = self.host.servers.get(server)
         if conn is None or not sep or not tool:
@@ -468,7 +466,7 @@ class Gateway(LowLevelServer):
             return None
         if "request" in vars(session.peer):
             return None  # traced: its spans come from Peer.request
-        return server, tool, session
+        return server, tool, conn, session
 
     async def _forward(self, server: str, what: str, call: Any) -> Any:
         """Run ``call()`` bounded by the server's timeout; a down server is a ServerUnavailable."""
