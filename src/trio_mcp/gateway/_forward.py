@@ -217,6 +217,8 @@ class ForwardingStream:
         self._nursery: trio.Nursery | None = None
         self._clock: trio.abc.Clock | None = None
         self._ready = False  # the session is initialized
+        #: The time the current read began (the deadlines of its calls count from it).
+        self._now = 0.0
         # statistics
         self._forwarded = 0
         self._overloaded = 0
@@ -227,16 +229,36 @@ class ForwardingStream:
     # ------------------------------------------------------ the stream
 
     async def receive(self) -> Frame:
+        inner = self._inner
+        nowait = getattr(inner, "receive_nowait", None)
         while True:
-            frame = await self._inner.receive()
-            if not self._on or not self._take(frame):
+            frame = await inner.receive()
+            if not self._on:
                 return frame
+            assert self._clock is not None
+            self._now = self._clock.current_time()
+            if not self._take(frame):
+                return frame
+            if nowait is not None:
+                try:
+                    return self.receive_nowait()  # the rest of this read
+                except trio.WouldBlock:
+                    pass
 
     def receive_nowait(self) -> Frame:
         receive_nowait = self._inner.receive_nowait  # type: ignore[attr-defined]
+        forward = self._forward
+        if self._on:
+            assert self._clock is not None
+            self._now = self._clock.current_time()  # once per burst: the deadlines of its calls
         while True:
             frame: Frame = receive_nowait()
-            if not self._on or not self._take(frame):
+            if not self._on:
+                return frame
+            if type(frame) is Request and frame.method == "tools/call":
+                if not forward(frame):
+                    return frame
+            elif not self._take(frame):
                 return frame
 
     async def send(self, message: Any) -> None:
@@ -379,9 +401,8 @@ class ForwardingStream:
         request = Request(id=backend_id, method="tools/call", params=Raw(body + b"}"))
         route.upstream.writer.send_soon(request, alone=not calls)
         calls[ident] = forwarded
-        assert self._clock is not None
         timeout = route.timeout
-        forwarded.deadline = self._clock.current_time() + timeout
+        forwarded.deadline = self._now + timeout
         self._deadlines.add(forwarded, timeout)
         route.counts.calls += 1
         self._forwarded += 1
