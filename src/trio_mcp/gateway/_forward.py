@@ -5,18 +5,21 @@ client through a :class:`ForwardingStream`. A plain ``tools/call`` (params
 as JSON, a known tool of a connected handshake-era server) is taken there,
 in the session's read loop, and never reaches a handler worker:
 
-* the call is routed and its params rewritten as bytes (the server's own
-  tool name, the client's ``arguments`` as they came), and the request is
-  written to the server's stream: at once when it is the only call out,
-  else with every other request of the same scheduling turn in one write;
+* the call is routed (a route per tool name and session, made once and
+  checked per call by identity: the server's session, tool list and
+  configuration entry are still the same) and its params rewritten as
+  bytes (the server's own tool name, the client's ``arguments`` as they
+  came), and the request is written to the server's stream: at once when
+  it is the only call out, else with every other request of the same
+  scheduling turn in one write;
 * the server's answer is taken by that server's peer (its read loop, see
   :meth:`Peer.expect <trio_mcp.actors._peer.Peer.expect>`) and handed back
   from there with the client's id, its result passed through as JSON, in the
   same way (one write per scheduling turn, or at once when alone).
 
 The rules of the handler path hold: every call has a deadline (the server's
-timeout; one heap of deadlines and one timer task per session, instead of a
-cancel scope per call) and, past it, the client gets an ``isError`` result
+timeout; a FIFO queue of deadlines per timeout and one timer task per
+session, instead of a cancel scope per call: see :class:`._pacing.Deadlines`) and, past it, the client gets an ``isError`` result
 naming the server while the server gets ``notifications/cancelled``; the
 client's ``notifications/cancelled`` reaches the server; progress is
 relayed with the client's token; a server lost mid-call answers its calls

@@ -126,14 +126,13 @@ class Deadlines:
         while queue and queue[0].done:
             queue.popleft()
         queue.append(call)
-        if call.deadline < self._armed:
-            if self._scope is not None:
-                self._scope.cancel()  # the timer sleeps past this one: wake it to re-arm
-        elif len(queue) > 2 * self._live() + 64:
+        if call.deadline < self._armed and self._scope is not None:
+            self._scope.cancel()  # the timer sleeps past this one: wake it to re-arm
+        if len(queue) > 2 * self._live() + 64:
             self._queues[timeout] = deque(c for c in queue if not c.done)
 
     def queued(self) -> int:
-        """Entries queued, finished calls not dropped yet included (for tests and statistics)."""
+        """Entries queued, finished calls not dropped yet included."""
         return sum(len(queue) for queue in self._queues.values())
 
     async def run(self) -> None:
