@@ -395,13 +395,17 @@ class ForwardingStream:
             return False  # closed just now: the handler path waits for the restart
         # The params as JSON, made here: the server's tool name, the client's
         # arguments as they came (and our progress token).
-        body = route.head
         arguments = call.arguments
-        if type(arguments) is Raw:
-            body += b',"arguments":' + arguments
-        if token is not None:
-            body += b',"_meta":{"progressToken":%d}' % backend_id
-        request = Request(id=backend_id, method="tools/call", params=Raw(body + b"}"))
+        if token is None and type(arguments) is Raw:
+            body = b'%s,"arguments":%s}' % (route.head, arguments)  # the common case: one copy
+        else:
+            body = route.head
+            if type(arguments) is Raw:
+                body += b',"arguments":' + arguments
+            if token is not None:
+                body += b',"_meta":{"progressToken":%d}' % backend_id
+            body += b"}"
+        request = Request(id=backend_id, method="tools/call", params=Raw(body))
         route.upstream.writer.send_soon(request, alone=not calls)
         calls[ident] = forwarded
         timeout = route.timeout
