@@ -22,13 +22,16 @@ see the same machine. The client speaks the handshake era (what the gateway
 speaks to its servers).
 
 Each row also gives the CPU time per call of the server side (the server,
-or the gateway and its server) and of the client, read from ``/proc``: unlike
-calls/s, it does not depend on how long a process waited for a core.
+or the gateway and its server), of the process the client spawned alone
+(the server, or the gateway or relay without its server) and of the client,
+read from ``/proc``: unlike calls/s, it does not depend on how long a process
+waited for a core.
 
 Output: a table per round, one JSON line per row, and a summary JSON line
 with the median calls/s of each row over the rounds, the gateway/direct and
 relay/direct ratios (1.0: it costs nothing; the issue's target for the
-gateway is >= 0.7), the CPU per call each adds to the server's, and the load
+gateway is >= 0.7), the CPU per call each adds to the server's and its own
+process's CPU per call, and the load
 average before and after (the machine is shared: read the ratios).
 """
 
@@ -118,7 +121,7 @@ async def row(kind: str, concurrency: int, args: argparse.Namespace, config: Pat
         async def call() -> None:
             await client.call_tool(tool, arguments)
 
-        cpu_before, mine_before = _cpu(pids), time.process_time_ns()
+        cpu_before, mine_before, front_before = _cpu(pids), time.process_time_ns(), _cpu(pids[:1])
         latencies = await measure(
             call,
             concurrency=concurrency,
@@ -126,7 +129,7 @@ async def row(kind: str, concurrency: int, args: argparse.Namespace, config: Pat
             seconds=args.seconds,
             open_group=trio.open_nursery,
         )
-        cpu_after, mine_after = _cpu(pids), time.process_time_ns()
+        cpu_after, mine_after, front_after = _cpu(pids), time.process_time_ns(), _cpu(pids[:1])
     calls = max(1, len(latencies))
     # CPU per call (warm-up included in the numerator, so an upper bound), unaffected by waiting for a core.
     return make_row(
@@ -137,6 +140,8 @@ async def row(kind: str, concurrency: int, args: argparse.Namespace, config: Pat
         args.seconds,
         bench=BENCH,
         servers_cpu_us_per_call=round((cpu_after - cpu_before) / calls / 1e3, 1),
+        # The process the client spawned alone: the server (direct), or the gateway or relay.
+        front_cpu_us_per_call=round((front_after - front_before) / calls / 1e3, 1),
         client_cpu_us_per_call=round((mine_after - mine_before) / calls / 1e3, 1),
     )
 
@@ -192,8 +197,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 and g["concurrency"] == d["concurrency"] == concurrency
                 and g["round"] == d["round"]
             ]
-            # What the proxy process adds per call: its side's CPU less the server's alone.
+            # What the proxy process adds per call: its side's CPU less the server's alone,
+            # and its own CPU (the gateway's or relay's process, its server not counted).
             entry[f"{proxy}_added_cpu_us_per_call"] = round(cpu[proxy] - cpu["direct"], 1)
+            entry[f"{proxy}_own_cpu_us_per_call"] = statistics.median(
+                r["front_cpu_us_per_call"]
+                for r in rows
+                if r["impl"] == proxy and r["concurrency"] == concurrency
+            )
         summary[label(concurrency)] = entry
     summary["loadavg_before"] = load_before
     summary["loadavg_after"] = load_average()

@@ -2,14 +2,22 @@
 in front of a real stdio server (``fixtures/probe_server.py``): plain calls
 are taken there, and the rules of the handler path hold: progress is
 relayed, the client's cancellation and a passed deadline reach the server
-as ``notifications/cancelled``, too many calls out are refused at once (-32001), and
-what it does not take (filtered tools, middleware) gets the handler path's
+as ``notifications/cancelled`` under the server's own ids, too many calls
+out are refused at once (-32001), a server lost with calls out ends each of
+them with an error result, an answer nobody waits for is dropped, and what
+it does not take (filtered tools, middleware) gets the handler path's
 answers.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +26,7 @@ from tests.gateway.test_fleet import FOREVER, probe
 from tests.gateway.test_gateway import STDIO, children, processes, wait_gone
 
 from trio_mcp.actors import PeerLimits
+from trio_mcp.actors._client import ClientSession
 from trio_mcp.gateway import Gateway, open_gateway
 from trio_mcp.gateway._forward import ForwardingStream
 from trio_mcp.protocol import InvalidParams, ServerOverloaded
@@ -26,6 +35,18 @@ from trio_mcp.testing import connected
 __all__ = ["processes"]
 
 TIMEOUT = 30.0
+STRAY = str(Path(__file__).parent / "fixtures" / "stray_server.py")
+#: Calls in flight at once in the tests below (the benchmark's figure).
+MANY = 64
+
+
+@asynccontextmanager
+async def probe_gateway(processes: set[int]) -> AsyncIterator[tuple[Gateway, ClientSession]]:
+    """A gateway in front of one probe server ``p``, and a client of it."""
+    async with open_gateway({"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO) as gw:
+        processes.update(children(os.getpid()))
+        async with connected(gw, mode="bytes") as client:
+            yield gw, client
 
 
 def front_of(gateway: Gateway) -> ForwardingStream:
@@ -45,52 +66,44 @@ async def cancellations(client: Any) -> int:
 
 async def test_plain_calls_are_forwarded_with_their_progress(processes: set[int]) -> None:
     with trio.fail_after(TIMEOUT):
-        async with open_gateway(
-            {"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO
-        ) as gw:
-            processes.update(children(os.getpid()))
-            async with connected(gw, mode="bytes") as client:
-                result = await client.call_tool("p__env", {"name": "HOME"})
-                assert result.content[0].text == os.environ.get("HOME", "")
-                seen: list[tuple[float, float | None]] = []
+        async with probe_gateway(processes) as (gw, client):
+            result = await client.call_tool("p__env", {"name": "HOME"})
+            assert result.content[0].text == os.environ.get("HOME", "")
+            seen: list[tuple[float, float | None]] = []
 
-                async def progress(value: float, total: float | None, message: str | None) -> None:
-                    seen.append((value, total))
+            async def progress(value: float, total: float | None, message: str | None) -> None:
+                seen.append((value, total))
 
-                slept = await client.call_tool("p__slow", {"seconds": 0}, on_progress=progress)
-                assert slept.content[0].text == "slept"
-                assert seen == [(0, 1)]  # the server's progress, under the client's own token
-                stats = front_of(gw).statistics()
-                assert stats["calls_forwarded"] == 2 and stats["calls_out"] == 0
-                assert gw.server_statistics()["p"].calls == 2
+            slept = await client.call_tool("p__slow", {"seconds": 0}, on_progress=progress)
+            assert slept.content[0].text == "slept"
+            assert seen == [(0, 1)]  # the server's progress, under the client's own token
+            stats = front_of(gw).statistics()
+            assert stats["calls_forwarded"] == 2 and stats["calls_out"] == 0
+            assert gw.server_statistics()["p"].calls == 2
     assert await wait_gone(processes) == set()
 
 
 async def test_a_call_the_client_cancels_is_cancelled_at_the_server(processes: set[int]) -> None:
     with trio.fail_after(TIMEOUT):
-        async with open_gateway(
-            {"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO
-        ) as gw:
-            processes.update(children(os.getpid()))
-            async with connected(gw, mode="bytes") as client:
-                under_way = trio.Event()
+        async with probe_gateway(processes) as (gw, client):
+            under_way = trio.Event()
 
-                async def progress(value: float, total: float | None, message: str | None) -> None:
-                    under_way.set()
+            async def progress(value: float, total: float | None, message: str | None) -> None:
+                under_way.set()
 
-                with trio.CancelScope() as scope:
-                    async with trio.open_nursery() as nursery:
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
 
-                        async def call() -> None:
-                            await client.call_tool("p__slow", {"seconds": 60}, on_progress=progress)
+                    async def call() -> None:
+                        await client.call_tool("p__slow", {"seconds": 60}, on_progress=progress)
 
-                        nursery.start_soon(call)
-                        await under_way.wait()  # the server runs the call
-                        scope.cancel()
-                assert scope.cancelled_caught
-                assert await cancellations(client) == 1
-                stats = front_of(gw).statistics()
-                assert stats["calls_cancelled"] == 1 and stats["calls_out"] == 0
+                    nursery.start_soon(call)
+                    await under_way.wait()  # the server runs the call
+                    scope.cancel()
+            assert scope.cancelled_caught
+            assert await cancellations(client) == 1
+            stats = front_of(gw).statistics()
+            assert stats["calls_cancelled"] == 1 and stats["calls_out"] == 0
     assert await wait_gone(processes) == set()
 
 
@@ -161,4 +174,87 @@ async def test_what_the_forwarding_path_leaves_gets_the_handler_paths_answers(pr
                 (session,) = gw.sessions
                 assert not isinstance(session.peer.stream, ForwardingStream)
             assert seen.count("tools/call") == 2
+    assert await wait_gone(processes) == set()
+
+
+async def slow_calls_under_way(client: Any, nursery: trio.Nursery, results: list[Any]) -> None:
+    """Start :data:`MANY` ``slow`` calls; return once the server runs every one."""
+    started = trio.Semaphore(0)
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        started.release()
+
+    async def call() -> None:
+        results.append(await client.call_tool("p__slow", {"seconds": 60}, on_progress=progress))
+
+    for _ in range(MANY):
+        nursery.start_soon(call)
+    for _ in range(MANY):
+        await started.acquire()  # each call reported progress: it runs at the server
+
+
+async def test_calls_the_client_cancels_are_cancelled_at_the_server_under_its_ids(
+    processes: set[int],
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with probe_gateway(processes) as (gw, client):
+            # The client's ids run ahead of the gateway's ids at the server
+            # (the gateway's own requests: none of these 5 calls).
+            for _ in range(5):
+                await client.call_tool("p__env", {"name": "HOME"})
+            results: list[Any] = []
+            async with trio.open_nursery() as nursery:
+                await slow_calls_under_way(client, nursery, results)
+                nursery.cancel_scope.cancel()
+            assert results == []
+            # Each cancellation named a call the server runs: its id there, not the client's.
+            while (seen := await cancellations(client)) < MANY:
+                pass
+            assert seen == MANY
+            assert front_of(gw).statistics()["calls_cancelled"] == MANY
+    assert await wait_gone(processes) == set()
+
+
+async def test_a_server_lost_with_calls_out_ends_every_one_with_an_error_result(processes: set[int]) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with probe_gateway(processes) as (gw, client):
+            pid = int((await client.call_tool("p__pid", {})).structured_content["result"])
+            results: list[Any] = []
+            async with trio.open_nursery() as nursery:
+                await slow_calls_under_way(client, nursery, results)
+                assert front_of(gw).statistics()["calls_out"] == MANY
+                os.kill(pid, signal.SIGKILL)
+            assert len(results) == MANY
+            for result in results:
+                assert result.is_error is True
+                assert result.content[0].text.startswith("server 'p' is unavailable: connection closed")
+            assert front_of(gw).statistics()["calls_out"] == 0
+            assert gw.server_statistics()["p"].errors == MANY
+            await gw.host.servers["p"].wait_connected()  # it comes back
+            processes.update(children(os.getpid()))
+            again = await client.call_tool("p__pid", {})
+            assert int(again.structured_content["result"]) != pid
+    assert await wait_gone(processes) == set()
+
+
+async def test_an_answer_no_call_waits_for_is_dropped_and_logged(
+    processes: set[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    config = {"mcpServers": {"s": {"command": sys.executable, "args": [STRAY]}}}
+    with trio.fail_after(TIMEOUT), caplog.at_level(logging.DEBUG, logger="trio_mcp.peer"):
+        async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
+            processes.update(children(os.getpid()))
+            async with connected(gw, mode="bytes") as client:
+                result = await client.call_tool("s__stray", {"ident": 999_999})
+                assert result.is_error is not True and result.content[0].text == "answered"
+                assert front_of(gw).statistics()["calls_forwarded"] == 1
+                session = gw.host.servers["s"].live_session
+                assert session is not None and session.peer.statistics().unmatched_responses == 1
+                # The gateway goes on: the next call is answered as usual.
+                again = await client.call_tool("s__stray", {"ident": 999_998})
+                assert again.content[0].text == "answered"
+                assert session.peer.statistics().unmatched_responses == 2
+    dropped = [r.getMessage() for r in caplog.records if "no call waits for it" in r.getMessage()]
+    assert len(dropped) == 2
+    assert "id 999999" in dropped[0] and "id 999998" in dropped[1]
     assert await wait_gone(processes) == set()

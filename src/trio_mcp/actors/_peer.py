@@ -434,6 +434,7 @@ class Peer(_Outbound, _HandlerPool):
             reply = self._pending.pop(msg.id, None)
             if reply is None:
                 self._unmatched += 1  # e.g. answered after we cancelled it
+                log.debug("%s: dropped an answer to id %r: no call waits for it", self.name, msg.id)
             else:
                 reply.deliver(outcome.Value(msg))
         elif kind is Request:

@@ -5,18 +5,21 @@ client through a :class:`ForwardingStream`. A plain ``tools/call`` (params
 as JSON, a known tool of a connected handshake-era server) is taken there,
 in the session's read loop, and never reaches a handler worker:
 
-* the call is routed and its params rewritten as bytes (the server's own
-  tool name, the client's ``arguments`` as they came), and the request is
-  written to the server's stream: at once when it is the only call out,
-  else with every other request of the same scheduling turn in one write;
+* the call is routed (a route per tool name and session, made once and
+  checked per call by identity: the server's session, tool list and
+  configuration entry are still the same) and its params rewritten as
+  bytes (the server's own tool name, the client's ``arguments`` as they
+  came), and the request is written to the server's stream: at once when
+  it is the only call out, else with every other request of the same
+  scheduling turn in one write;
 * the server's answer is taken by that server's peer (its read loop, see
   :meth:`Peer.expect <trio_mcp.actors._peer.Peer.expect>`) and handed back
   from there with the client's id, its result passed through as JSON, in the
   same way (one write per scheduling turn, or at once when alone).
 
 The rules of the handler path hold: every call has a deadline (the server's
-timeout; one heap of deadlines and one timer task per session, instead of a
-cancel scope per call) and, past it, the client gets an ``isError`` result
+timeout; a FIFO queue of deadlines per timeout and one timer task per
+session, instead of a cancel scope per call: see :class:`._pacing.Deadlines`) and, past it, the client gets an ``isError`` result
 naming the server while the server gets ``notifications/cancelled``; the
 client's ``notifications/cancelled`` reaches the server; progress is
 relayed with the client's token; a server lost mid-call answers its calls
@@ -32,9 +35,7 @@ batches) goes to the session as before: the handler path
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -43,6 +44,7 @@ import trio
 from msgspec import UNSET, Raw
 
 from ..actors._client import ClientSession
+from ..actors._connection import Connection
 from ..actors._peer import PeerLimits
 from ..protocol import (
     META_PROTOCOL_VERSION,
@@ -60,6 +62,7 @@ from ..protocol import (
     error_response,
 )
 from ..transports import MessageStream, TransportError
+from ._pacing import Deadlines, Writer
 
 if TYPE_CHECKING:
     from ..actors._server import ServerSession
@@ -68,6 +71,9 @@ if TYPE_CHECKING:
 __all__ = ["ForwardingStream"]
 
 _encode: Final = msgspec.json.Encoder().encode
+
+#: Routes (public tool names) a session remembers; past this, it starts again.
+_MAX_ROUTES: Final = 4096
 
 
 class _ForwardedCall(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -100,114 +106,86 @@ def failed_call(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
 
-class _Writer:
-    """Messages for one stream, written by one task: what is queued in one
-    scheduling turn goes out in one write (``send_batch``), and a message sent
-    when nothing else is queued or being written goes out at once, in the
-    caller's task, where the stream can (``send_nowait``)."""
+class _Route:
+    """Where calls of one public tool name go, for one session of its server:
+    what :meth:`ForwardingStream._forward` would otherwise look up per call.
+    Valid while its server's session, tool list and configuration entry are
+    the ones it was made with (three identity checks per call)."""
 
-    __slots__ = ("_batch", "_busy", "_nowait", "_task", "closed", "queue", "stream")
+    __slots__ = (
+        "conn",
+        "counts",
+        "entry",
+        "head",
+        "peer",
+        "public",
+        "server",
+        "session",
+        "timeout",
+        "tools",
+        "upstream",
+    )
 
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.queue: list[Any] = []
-        self.closed = False
-        self._task: trio.lowlevel.Task | None = None
-        self._busy = False
-        self._nowait = getattr(stream, "send_nowait", None)
-        self._batch = getattr(stream, "send_batch", None)
-
-    def send_soon(self, message: Any, *, alone: bool = False) -> None:
-        nowait = self._nowait
-        if alone and nowait is not None and not self.queue and not self._busy and nowait(message):
-            return
-        self.queue.append(message)
-        self._wake()
-
-    def close(self) -> None:
-        self.closed = True
-        self._wake()
-
-    async def write(self, messages: list[Any]) -> None:
-        """Write ``messages`` now (one write where the stream can)."""
-        if self._batch is not None:
-            await self._batch(messages)
-        else:
-            for message in messages:
-                await self.stream.send(message)
-
-    def _wake(self) -> None:
-        task = self._task
-        if task is not None:
-            self._task = None
-            trio.lowlevel.reschedule(task)
-
-    async def run(self) -> None:
-        """Write what is queued until closed (or the stream breaks)."""
-
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            self._task = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        while True:
-            if not self.queue:
-                if self.closed:
-                    return
-                self._task = trio.lowlevel.current_task()
-                await trio.lowlevel.wait_task_rescheduled(abort)
-                continue
-            batch, self.queue = self.queue, []
-            self._busy = True
-            try:
-                await self.write(batch)
-            except TransportError:
-                # The stream is gone: its reader sees it and ends the session
-                # (a server's calls then fail through its peer).
-                self.closed = True
-                self.queue.clear()
-                return
-            finally:
-                self._busy = False
+    def __init__(
+        self, public: str, server: str, tool: str, conn: Connection, upstream: _Upstream, gateway: Gateway
+    ) -> None:
+        self.public = public
+        self.server = server
+        self.conn = conn
+        self.session = upstream.session
+        self.peer = upstream.peer
+        self.upstream = upstream
+        self.tools = conn.tools
+        self.entry = gateway.entries.get(server)
+        self.timeout = gateway.call_timeout(server)
+        self.counts = gateway.counts(server)
+        #: The params' JSON up to the tool's name.
+        self.head = b'{"name":' + _encode(tool)
 
 
 class _Call:
     """One forwarded call: what its server's peer delivers the answer to."""
 
-    __slots__ = (
-        "backend_id",
-        "deadline",
-        "done",
-        "front",
-        "front_id",
-        "public",
-        "server",
-        "token",
-        "upstream",
-    )
+    __slots__ = ("backend_id", "deadline", "done", "front", "front_id", "route", "token")
 
-    def __init__(
-        self, front: ForwardingStream, front_id: int | str, server: str, public: str, upstream: _Upstream
-    ) -> None:
+    def __init__(self, front: ForwardingStream, front_id: int | str, route: _Route, token: Any) -> None:
         self.front = front
         self.front_id = front_id
-        self.server = server
-        self.public = public
-        self.upstream = upstream
+        self.route = route
         self.backend_id = 0
         self.deadline = math.inf
         #: The client's progress token (None: it asked for none).
-        self.token: Any = None
+        self.token = token
         self.done = False
 
     def deliver(self, value: outcome.Outcome[Any]) -> None:
-        if not self.done:
-            self.front._answered(self, value)
+        """The server answered (or its session ended): the client's answer, with its id."""
+        if self.done:
+            return
+        self.done = True
+        front = self.front
+        calls = front._calls
+        ident = self.front_id
+        calls.pop(ident, None)
+        route = self.route
+        if self.token is not None:
+            route.peer.forget(self.backend_id)  # its progress entry
+        if type(value) is outcome.Value:
+            msg = value.value
+            if type(msg) is Response:
+                out: Any = Response(id=ident, result=msg.result)
+            else:
+                out = ErrorResponse(id=ident, error=msg.error)
+                route.counts.errors += 1
+        else:
+            error = value.error  # type: ignore[attr-defined]
+            why = error.message if isinstance(error, McpError) else str(error)
+            out = Response(id=ident, result=failed_call(f"server {route.server!r} is unavailable: {why}"))
+            route.counts.errors += 1
+        front._writer.send_soon(out, alone=not calls)
 
     def deliver_progress(self, item: tuple[float, Any, Any], limit: int) -> bool:
         return self.done or self.front._relay_progress(self, item)
-
-    def __lt__(self, other: _Call) -> bool:  # heap ties (equal deadlines): any order
-        return False
 
 
 class _Upstream:
@@ -218,48 +196,7 @@ class _Upstream:
     def __init__(self, session: ClientSession) -> None:
         self.session = session
         self.peer = session.peer
-        self.writer = _Writer(session.peer.stream)
-
-
-class _Deadlines:
-    """The deadlines of a session's forwarded calls: one heap, one timer task
-    that sleeps until the earliest. A finished call stays in the heap until
-    it comes to the top or the heap is compacted (when it holds more than
-    twice the calls still out), so finishing a call costs nothing here."""
-
-    def __init__(self, expire: Callable[[_Call], None], live: Callable[[], int]) -> None:
-        self._heap: list[tuple[float, _Call]] = []
-        self._expire = expire
-        self._live = live
-        #: When the timer wakes next (it may be earlier than the heap's top).
-        self._armed = math.inf
-        self._scope: trio.CancelScope | None = None
-
-    def add(self, call: _Call) -> None:
-        heap = self._heap
-        heapq.heappush(heap, (call.deadline, call))
-        if call.deadline < self._armed and self._scope is not None:
-            self._scope.cancel()  # the timer sleeps past this one: wake it to re-arm
-        elif len(heap) > 2 * self._live() + 64:
-            self._heap = [entry for entry in heap if not entry[1].done]
-            heapq.heapify(self._heap)
-
-    def calls(self) -> list[_Call]:
-        return [call for _, call in self._heap if not call.done]
-
-    async def run(self) -> None:
-        while True:
-            heap = self._heap
-            now = trio.current_time()
-            while heap and (heap[0][1].done or heap[0][0] <= now):
-                _, call = heapq.heappop(heap)
-                if not call.done:
-                    self._expire(call)
-            self._armed = heap[0][0] if heap else math.inf
-            with trio.CancelScope(deadline=self._armed) as scope:
-                self._scope = scope
-                await trio.sleep_forever()
-            self._scope = None
+        self.writer = Writer(session.peer.stream)
 
 
 class ForwardingStream:
@@ -276,10 +213,15 @@ class ForwardingStream:
         self._calls: dict[int | str, _Call] = {}
         self._capacity = limits.max_concurrent_handlers + limits.max_queued_requests
         self._cancel_send_timeout = limits.cancel_send_timeout
-        self._writer = _Writer(stream)
+        self._writer = Writer(stream)
         self._upstreams: dict[str, _Upstream] = {}
-        self._deadlines = _Deadlines(self._expire, self._calls.__len__)
+        self._routes: dict[str, _Route] = {}
+        self._deadlines = Deadlines(self._expire, self._calls.__len__)
         self._nursery: trio.Nursery | None = None
+        self._clock: trio.abc.Clock | None = None
+        self._ready = False  # the session is initialized
+        #: The time the current read began (the deadlines of its calls count from it).
+        self._now = 0.0
         # statistics
         self._forwarded = 0
         self._overloaded = 0
@@ -290,16 +232,36 @@ class ForwardingStream:
     # ------------------------------------------------------ the stream
 
     async def receive(self) -> Frame:
+        inner = self._inner
+        nowait = getattr(inner, "receive_nowait", None)
         while True:
-            frame = await self._inner.receive()
-            if not self._on or not self._take(frame):
+            frame = await inner.receive()
+            if not self._on:
                 return frame
+            assert self._clock is not None
+            self._now = self._clock.current_time()
+            if not self._take(frame):
+                return frame
+            if nowait is not None:
+                try:
+                    return self.receive_nowait()  # the rest of this read
+                except trio.WouldBlock:
+                    pass
 
     def receive_nowait(self) -> Frame:
         receive_nowait = self._inner.receive_nowait  # type: ignore[attr-defined]
+        forward = self._forward
+        if self._on:
+            assert self._clock is not None
+            self._now = self._clock.current_time()  # once per burst: the deadlines of its calls
         while True:
             frame: Frame = receive_nowait()
-            if not self._on or not self._take(frame):
+            if not self._on:
+                return frame
+            if type(frame) is Request and frame.method == "tools/call":
+                if not forward(frame):
+                    return frame
+            elif not self._take(frame):
                 return frame
 
     async def send(self, message: Any) -> None:
@@ -335,6 +297,7 @@ class ForwardingStream:
     ) -> None:
         """Run ``session`` (made over this stream) with the forwarding path."""
         self._session = session
+        self._clock = trio.lowlevel.current_clock()
         # A traced session sees every request through its dispatcher: none is taken from it.
         self._on = session.peer.dispatcher is session
         try:
@@ -353,11 +316,11 @@ class ForwardingStream:
 
     async def _abandon(self) -> None:
         """The session ended: the calls still out are cancelled at their servers."""
-        calls = self._deadlines.calls()
+        calls = list(self._calls.values())
         self._calls.clear()
         for upstream in self._upstreams.values():
             upstream.writer.close()
-            mine = [c for c in calls if c.upstream is upstream]
+            mine = [c for c in calls if c.route.upstream is upstream]
             for call in mine:
                 call.done = True
                 upstream.peer.forget(call.backend_id)
@@ -380,9 +343,13 @@ class ForwardingStream:
 
     def _forward(self, req: Request) -> bool:
         params = req.params
-        session = self._session
-        if type(params) is not Raw or session is None or not session.initialized:
+        if type(params) is not Raw:
             return False
+        if not self._ready:
+            session = self._session
+            if session is None or not session.initialized:
+                return False
+            self._ready = True
         try:
             call = read_call.decode(params)
         except msgspec.ValidationError:
@@ -397,45 +364,64 @@ class ForwardingStream:
                 return False
         if call.task is not UNSET:
             return False
-        route = self._gateway.forwarding_route(call.name)
-        if route is None:
-            return False
-        server, tool, backend = route
+        route = self._routes.get(call.name)
+        if (
+            route is None
+            or route.conn.live_session is not route.session
+            or route.conn.tools is not route.tools
+            or self._gateway.entries.get(route.server) is not route.entry
+        ):
+            route = self._route(call.name)
+            if route is None:
+                return False
         ident = req.id
         calls = self._calls
+        writer = self._writer
         if ident in calls:
-            self._writer.send_soon(
+            writer.send_soon(
                 error_response(ident, InvalidRequest(f"Duplicate request id {ident!r}")), alone=not calls
             )
             return True
-        if len(calls) + len(self._writer.queue) >= self._capacity:
-            if len(self._writer.queue) >= self._capacity:
+        if len(calls) + len(writer.queue) >= self._capacity:
+            if len(writer.queue) >= self._capacity:
                 return False  # the client reads no answers: the session's backpressure applies
             self._overloaded += 1
-            self._writer.send_soon(error_response(ident, ServerOverloaded()))
+            writer.send_soon(error_response(ident, ServerOverloaded()))
             return True
-        upstream = self._upstream(server, backend)
-        forwarded = _Call(self, ident, server, call.name, upstream)
-        forwarded.token = token
+        forwarded = _Call(self, ident, route, token)
         try:
-            forwarded.backend_id = backend_id = upstream.peer.expect(forwarded, progress=token is not None)
+            forwarded.backend_id = backend_id = route.peer.expect(forwarded, progress=token is not None)
         except McpError:
             return False  # closed just now: the handler path waits for the restart
-        alone = not calls
+        # The params as JSON, made here: the server's tool name, the client's
+        # arguments as they came (and our progress token).
+        arguments = call.arguments
+        if token is None and type(arguments) is Raw:
+            body = b'%s,"arguments":%s}' % (route.head, arguments)  # the common case: one copy
+        else:
+            body = route.head
+            if type(arguments) is Raw:
+                body += b',"arguments":' + arguments
+            if token is not None:
+                body += b',"_meta":{"progressToken":%d}' % backend_id
+            body += b"}"
+        request = Request(id=backend_id, method="tools/call", params=Raw(body))
+        route.upstream.writer.send_soon(request, alone=not calls)
         calls[ident] = forwarded
-        request = Request(
-            id=backend_id,
-            method="tools/call",
-            params=forwarded_params(tool, call.arguments, None if token is None else backend_id),
-        )
-        upstream.writer.send_soon(request, alone=alone)
-        forwarded.deadline = trio.current_time() + self._gateway.call_timeout(server)
-        self._deadlines.add(forwarded)
-        self._gateway.count_call(server)
+        timeout = route.timeout
+        forwarded.deadline = self._now + timeout
+        self._deadlines.add(forwarded, timeout)
+        route.counts.calls += 1
         self._forwarded += 1
         return True
 
-    def _upstream(self, server: str, backend: ClientSession) -> _Upstream:
+    def _route(self, public: str) -> _Route | None:
+        """A new route for ``public`` (None: the handler path takes its calls)."""
+        found = self._gateway.forwarding_route(public)
+        if found is None:
+            self._routes.pop(public, None)
+            return None
+        server, tool, conn, backend = found
         upstream = self._upstreams.get(server)
         if upstream is None or upstream.session is not backend:
             if upstream is not None:
@@ -443,7 +429,10 @@ class ForwardingStream:
             upstream = self._upstreams[server] = _Upstream(backend)
             assert self._nursery is not None
             self._nursery.start_soon(upstream.writer.run)
-        return upstream
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()  # names of tools gone by: start again
+        route = self._routes[public] = _Route(public, server, tool, conn, upstream, self._gateway)
+        return route
 
     def _client_cancelled(self, params: Any) -> bool:
         try:
@@ -464,43 +453,22 @@ class ForwardingStream:
     def _drop(self, call: _Call, reason: str) -> None:
         """``call`` is no longer wanted: its server is told so."""
         call.done = True
-        upstream = call.upstream
+        upstream = call.route.upstream
         upstream.peer.forget(call.backend_id)
         if not upstream.writer.closed:
             upstream.writer.send_soon(_cancelled(call.backend_id, reason))
 
     # --------------------------------------------------- to the client
 
-    def _answered(self, call: _Call, value: outcome.Outcome[Any]) -> None:
-        """The server answered (or its session ended): the client's answer."""
-        calls = self._calls
-        calls.pop(call.front_id, None)
-        call.done = True
-        if call.token is not None:
-            call.upstream.peer.forget(call.backend_id)  # its progress entry
-        ident = call.front_id
-        if type(value) is outcome.Value:
-            msg = value.value
-            if type(msg) is Response:
-                out: Any = Response(id=ident, result=msg.result)
-            else:
-                out = ErrorResponse(id=ident, error=msg.error)
-                self._gateway.count_error(call.server)
-        else:
-            error = value.error  # type: ignore[attr-defined]
-            why = error.message if isinstance(error, McpError) else str(error)
-            out = Response(id=ident, result=failed_call(f"server {call.server!r} is unavailable: {why}"))
-            self._gateway.count_error(call.server)
-        self._writer.send_soon(out, alone=not calls)
-
     def _expire(self, call: _Call) -> None:
         """``call`` passed its deadline: the client gets an error result, the server a cancellation."""
         self._calls.pop(call.front_id, None)
         self._timed_out += 1
-        timeout = self._gateway.call_timeout(call.server)
+        route = call.route
+        timeout = route.timeout
         self._drop(call, f"no answer within {timeout} s")
-        self._gateway.count_error(call.server)
-        text = f"server {call.server!r} did not answer tools/call {call.public!r} within {timeout} s"
+        route.counts.errors += 1
+        text = f"server {route.server!r} did not answer tools/call {route.public!r} within {timeout} s"
         self._writer.send_soon(Response(id=call.front_id, result=failed_call(text)), alone=not self._calls)
 
     def _relay_progress(self, call: _Call, item: tuple[float, Any, Any]) -> bool:

@@ -53,11 +53,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-import attrs
 import msgspec
 import trio
 from msgspec import UNSET
@@ -68,7 +67,6 @@ from ..actors._connection import (
     Connected,
     Connection,
     ConnectionFailed,
-    ConnectionSettings,
     Disconnected,
     ListsRefreshed,
     ReconnectScheduled,
@@ -99,8 +97,18 @@ from ..protocol import (
 )
 from ..server._lowlevel import LowLevelServer, paginate
 from ..server._uri_template import UriTemplate
-from ..supervision import Backoff
 from ..transports import MessageStream
+from ._common import (
+    GATEWAY_SETTINGS,
+    STATUS_URI,
+    URI_SCHEME,
+    BackingServerStatistics,
+    Counts,
+    GatewayStartError,
+    ServerUnavailable,
+    gateway_uri,
+    split_gateway_uri,
+)
 from ._config import Filter, Filters, ServerEntry, StdioEntry
 from ._forward import ForwardingStream, failed_call, forwarded_params, read_call
 from ._tasks import TaskForwarding
@@ -121,82 +129,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("trio_mcp.gateway")
-
-#: Resources of server ``s`` are shown as ``gateway://s/<the server's URI>``.
-URI_SCHEME: Final = "gateway://"
-#: A resource (readable, not listed) holding :meth:`Gateway.status` as JSON.
-STATUS_URI: Final = "trio-mcp://gateway/status"
-
-#: Connection settings of the gateway's servers: never given up (a server
-#: that fails at start or later is retried, the delay capped at 5 s, for as
-#: long as the gateway runs); calls wait at most 5 s for a restart, and fail
-#: at once while the server's last start failed; a server that does not
-#: answer a ping within 10 s is restarted.
-GATEWAY_SETTINGS: Final = ConnectionSettings(
-    backoff=Backoff(initial=0.1, maximum=5.0, multiplier=2.0, reset_after=30.0),
-    reconnect_wait=5.0,
-    ping_interval=30.0,
-    ping_timeout=10.0,
-    retry_forever=True,
-)
-
-
-class ServerUnavailable(McpError):
-    """A server behind the gateway is down, gave up, or did not answer in time (-32003)."""
-
-    code = -32003
-    default_message = "The server behind the gateway is unavailable"
-
-
-class GatewayStartError(Exception):
-    """No configured server could be started; ``failures`` maps each name to why."""
-
-    def __init__(self, failures: Mapping[str, str]) -> None:
-        self.failures = dict(failures)
-        detail = "; ".join(f"{name}: {reason}" for name, reason in self.failures.items())
-        super().__init__(f"no server of the gateway could be started ({detail})")
-
-
-def gateway_uri(server: str, uri: str) -> str:
-    """The gateway's URI for ``uri`` of ``server``."""
-    return f"{URI_SCHEME}{server}/{uri}"
-
-
-def split_gateway_uri(uri: str) -> tuple[str, str]:
-    """``gateway://server/original`` → ``(server, original)``; :class:`ResourceNotFound` otherwise."""
-    if uri.startswith(URI_SCHEME):
-        server, sep, original = uri[len(URI_SCHEME) :].partition("/")
-        if sep and server and original:
-            return server, original
-    raise ResourceNotFound(
-        f"Resource not found: {uri!r} is not a gateway URI ({URI_SCHEME}SERVER/URI)", data={"uri": uri}
-    )
-
-
-@attrs.frozen
-class BackingServerStatistics:
-    """One backing server's figures (:meth:`Gateway.server_statistics`)."""
-
-    connected: bool
-    #: Restarts scheduled so far (after a loss or a failed start attempt).
-    restarts: int
-    #: Seconds before the pending restart, as last scheduled (0 once connected).
-    reconnect_delay: float
-    #: Calls forwarded to it (tools, prompts, reads, completions).
-    calls: int
-    #: Of those, the ones that failed: unavailable, timed out, or an error answer.
-    errors: int
-
-
-class _Counts:
-    """What the gateway counts of one backing server."""
-
-    __slots__ = ("calls", "delay", "errors")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.errors = 0
-        self.delay = 0.0
 
 
 class Gateway(LowLevelServer):
@@ -234,7 +166,7 @@ class Gateway(LowLevelServer):
         self.entries: dict[str, ServerEntry] = {e.name: e for e in entries}
         #: Servers whose first start failed, with the reason (they are retried).
         self.failed: dict[str, str] = {}
-        self._counts: dict[str, _Counts] = {}
+        self._counts: dict[str, Counts] = {}
         #: (tools list, names shown) per server: the allowed tool names of its current list.
         self._allowed: dict[str, tuple[list[Any], Filter, frozenset[str]]] = {}
         self._published: dict[str, list[Any]] = self._snapshot()
@@ -421,10 +353,10 @@ class Gateway(LowLevelServer):
             out[name] = BackingServerStatistics(connected, conn.restarts, delay, counts.calls, counts.errors)
         return out
 
-    def _count(self, server: str) -> _Counts:
+    def _count(self, server: str) -> Counts:
         counts = self._counts.get(server)
         if counts is None:
-            counts = self._counts[server] = _Counts()
+            counts = self._counts[server] = Counts()
         return counts
 
     def ready(self) -> bool:
@@ -448,17 +380,15 @@ class Gateway(LowLevelServer):
         entry = self.entries.get(server)
         return self.request_timeout if entry is None or entry.timeout is None else entry.timeout
 
-    def count_call(self, server: str) -> None:
-        self._count(server).calls += 1
+    def counts(self, server: str) -> Counts:
+        """What is counted of ``server``: its ``calls`` and ``errors`` (the forwarding path adds to them)."""
+        return self._count(server)
 
-    def count_error(self, server: str) -> None:
-        self._count(server).errors += 1
-
-    def forwarding_route(self, public: str) -> tuple[str, str, ClientSession] | None:
-        """``(server, tool, session)`` for a call the forwarding path may take
-        (see :mod:`._forward`): a tool its server lists and its filter shows,
-        of a server connected now in the handshake era, whose session is not
-        traced; None sends the call to the handler path."""
+    def forwarding_route(self, public: str) -> tuple[str, str, Connection, ClientSession] | None:
+        """``(server, tool, connection, session)`` for a call the forwarding
+        path may take (see :mod:`._forward`): a tool its server lists and its
+        filter shows, of a server connected now in the handshake era, whose
+        session is not traced; None sends the call to the handler path."""
         server, sep, tool = public.partition(SEPARATOR)
         conn = self.host.servers.get(server)
         if conn is None or not sep or not tool:
@@ -468,7 +398,7 @@ class Gateway(LowLevelServer):
             return None
         if "request" in vars(session.peer):
             return None  # traced: its spans come from Peer.request
-        return server, tool, session
+        return server, tool, conn, session
 
     async def _forward(self, server: str, what: str, call: Any) -> Any:
         """Run ``call()`` bounded by the server's timeout; a down server is a ServerUnavailable."""

@@ -1,0 +1,153 @@
+"""The two helpers of the forwarding path (:mod:`._forward`) that decide
+when something happens: :class:`Writer` (when a stream is written: one write
+per scheduling turn) and :class:`Deadlines` (when a call has waited too
+long: one timer per session)."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import trio
+
+from ..transports import TransportError
+
+__all__ = ["Deadlines", "Timed", "Writer"]
+
+
+class Writer:
+    """Messages for one stream, written by one task: what is queued in one
+    scheduling turn goes out in one write (``send_batch``), and a message sent
+    when nothing else is queued or being written goes out at once, in the
+    caller's task, where the stream can (``send_nowait``)."""
+
+    __slots__ = ("_batch", "_busy", "_nowait", "_task", "closed", "queue", "stream")
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.queue: list[Any] = []
+        self.closed = False
+        self._task: trio.lowlevel.Task | None = None
+        self._busy = False
+        self._nowait = getattr(stream, "send_nowait", None)
+        self._batch = getattr(stream, "send_batch", None)
+
+    def send_soon(self, message: Any, *, alone: bool = False) -> None:
+        nowait = self._nowait
+        if alone and nowait is not None and not self.queue and not self._busy and nowait(message):
+            return
+        self.queue.append(message)
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    async def write(self, messages: list[Any]) -> None:
+        """Write ``messages`` now (one write where the stream can)."""
+        if self._batch is not None:
+            await self._batch(messages)
+        else:
+            for message in messages:
+                await self.stream.send(message)
+
+    def _wake(self) -> None:
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    async def run(self) -> None:
+        """Write what is queued until closed (or the stream breaks)."""
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._task = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        while True:
+            if not self.queue:
+                if self.closed:
+                    return
+                self._task = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(abort)
+                continue
+            batch, self.queue = self.queue, []
+            self._busy = True
+            try:
+                await self.write(batch)
+            except TransportError:
+                # The stream is gone: its reader sees it and ends the session
+                # (a server's calls then fail through its peer).
+                self.closed = True
+                self.queue.clear()
+                return
+            finally:
+                self._busy = False
+
+
+class Timed(Protocol):
+    """What :class:`Deadlines` keeps: something with a deadline that may be done."""
+
+    deadline: float
+    done: bool
+
+
+class Deadlines:
+    """The deadlines of a session's forwarded calls, and one timer task that
+    sleeps until the earliest.
+
+    A call's deadline is the time it was sent plus its server's timeout, so
+    the calls of one timeout expire in the order they were sent: one FIFO
+    queue per timeout (appending and popping cost O(1), no heap). A call
+    finished before its deadline stays queued until it reaches the head
+    (where the next :meth:`add` to its queue, or the timer, drops it) or the
+    queue is compacted (when it holds more than twice the calls still out),
+    so finishing a call costs nothing here."""
+
+    def __init__(self, expire: Callable[[Any], None], live: Callable[[], int]) -> None:
+        self._queues: dict[float, deque[Any]] = {}
+        self._expire = expire
+        self._live = live
+        #: When the timer wakes next (it may be earlier than any deadline still out).
+        self._armed = math.inf
+        self._scope: trio.CancelScope | None = None
+
+    def add(self, call: Timed, timeout: float) -> None:
+        """Watch ``call``, whose deadline is now + ``timeout`` (never earlier
+        than that of a call added before it with the same timeout)."""
+        queue = self._queues.get(timeout)
+        if queue is None:
+            queue = self._queues[timeout] = deque()
+        while queue and queue[0].done:
+            queue.popleft()
+        queue.append(call)
+        if call.deadline < self._armed and self._scope is not None:
+            self._scope.cancel()  # the timer sleeps past this one: wake it to re-arm
+        if len(queue) > 2 * self._live() + 64:
+            self._queues[timeout] = deque(c for c in queue if not c.done)
+
+    def queued(self) -> int:
+        """Entries queued, finished calls not dropped yet included."""
+        return sum(len(queue) for queue in self._queues.values())
+
+    async def run(self) -> None:
+        while True:
+            now = trio.current_time()
+            armed = math.inf
+            for queue in self._queues.values():
+                while queue and (queue[0].done or queue[0].deadline <= now):
+                    call = queue.popleft()
+                    if not call.done:
+                        self._expire(call)
+                if queue and queue[0].deadline < armed:
+                    armed = queue[0].deadline
+            self._armed = armed
+            with trio.CancelScope(deadline=armed) as scope:
+                self._scope = scope
+                await trio.sleep_forever()
+            self._scope = None
