@@ -5,15 +5,18 @@ schema, or run as a task)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, overload
+import inspect
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Final, Literal, overload
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from .._util import describe
-from ..actors._server import Context
+from ..actors._peer_inbound import InboundRequest
+from ..actors._server import Context, RequestHandler, ServerSession
 from ..protocol import (
+    LATEST_HANDSHAKE_VERSION,
     CallToolRequestParams,
     CallToolResult,
     CreateTaskResult,
@@ -22,11 +25,13 @@ from ..protocol import (
     ListToolsResult,
     McpError,
     PaginatedRequestParams,
+    Request,
     TaskCreated,
     TextContent,
     Tool,
     ToolAnnotations,
     ToolExecution,
+    adapt,
 )
 from ._content import to_tool_result
 from ._entries import TaskSupport, ToolEntry, scope_set
@@ -136,7 +141,9 @@ class ToolRegistry(Registry):
         self._tool_list = None
         if "tools/list" not in self.request_handlers:
             self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
-            self.set_request_handler("tools/call", CallToolRequestParams, self._call_tool)
+            self.request_handlers["tools/call"] = RequestHandler(
+                CallToolRequestParams, self._call_tool, plain=self._plain_call
+            )
         self.broadcast_nowait("notifications/tools/list_changed")
         return tool
 
@@ -189,18 +196,98 @@ class ToolRegistry(Registry):
             return _tool_error(f"Tool {params.name!r} failed: {describe(exc)}")
         if type(value) is str and entry.output is None:
             return CallToolResult(content=[TextContent(text=value)])  # to_tool_result's, at once
-        if isinstance(value, (TaskCreated, CreateTaskResult)):
-            return value  # the tool started a task itself (task_start="tool")
-        if entry.output is not None and not isinstance(value, CallToolResult):
-            problem = _output_mismatch(value, entry.spec.return_annotation)
-            if problem is not None:
-                return _tool_error(
-                    f"Tool {params.name!r} returned a value that does not match its output schema: {problem}"
-                )
+        return _tool_result(entry, params.name, value)
+
+    def _plain_call(self, session: ServerSession, request: Request) -> Coroutine[Any, Any, Any] | None:
+        """The plain path of ``tools/call`` (``RequestHandler.plain``): the
+        call of a tool that runs in the caller's task (async, or ``inline``)
+        and never as a task, whose params hold only its name and arguments
+        that fit its signature, as one coroutine that returns the result as
+        sent. No :class:`CallToolRequestParams`, no dict of arguments, and no
+        :class:`Context` unless the tool takes one. None for anything else:
+        the general path answers it (and says what is wrong)."""
         try:
-            return to_tool_result(value, entry.output)
-        except Exception as exc:
-            return _tool_error(f"Tool {params.name!r} returned a value that cannot be sent: {describe(exc)}")
+            params = _plain_params(request.params)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        if not params.plain:
+            return None
+        entry = self._tools.get(params.name)
+        if entry is None or entry.task_support is not None:
+            return None
+        spec = entry.spec
+        if not (spec.is_async or entry.inline) or spec.positional:
+            return None
+        try:
+            args = spec.decode_arguments(params.arguments)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        if args is None:
+            return None
+        kwargs = msgspec.structs.asdict(args)
+        if spec.context_parameter is not None:
+            kwargs[spec.context_parameter] = Context(session, InboundRequest(session.peer, request))
+        return _run_plain(entry, params.name, kwargs, session.protocol_version or LATEST_HANDSHAKE_VERSION)
+
+
+class _PlainParams(msgspec.Struct, frozen=True, rename="camel"):
+    """``tools/call`` params as its plain path reads them: what is not a
+    name or arguments (``_meta``, a task, input responses) is only noticed."""
+
+    name: str
+    arguments: msgspec.Raw | UnsetType = UNSET
+    meta: msgspec.Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    task: msgspec.Raw | UnsetType = UNSET
+    input_responses: msgspec.Raw | UnsetType = UNSET
+    request_state: msgspec.Raw | UnsetType = UNSET
+
+    @property
+    def plain(self) -> bool:
+        return (
+            self.meta is UNSET
+            and self.task is UNSET
+            and self.input_responses is UNSET
+            and self.request_state is UNSET
+        )
+
+
+_plain_params: Final = msgspec.json.Decoder(_PlainParams).decode
+
+
+async def _run_plain(entry: ToolEntry, name: str, kwargs: dict[str, Any], version: str) -> Any:
+    """Call a tool on the plain path with its bound arguments (see
+    :meth:`ToolRegistry._plain_call`): the result, as ``_run_tool`` and the
+    session would make it."""
+    func = entry.spec.func
+    try:
+        if entry.spec.is_async:
+            value = await func(**kwargs)
+        else:
+            value = func(**kwargs)  # inline: in this task
+            if inspect.isawaitable(value):
+                value = await value
+    except Exception as exc:  # a tool failure is a result, never a dead session
+        return adapt(_tool_error(f"Tool {name!r} failed: {describe(exc)}"), version)
+    if type(value) is str and entry.output is None:
+        return adapt(CallToolResult(content=[TextContent(text=value)]), version)
+    return adapt(_tool_result(entry, name, value), version)
+
+
+def _tool_result(entry: ToolEntry, name: str, value: Any) -> Any:
+    """The result of tool ``name`` that returned ``value`` (checked against
+    its output schema, if any)."""
+    if isinstance(value, (TaskCreated, CreateTaskResult)):
+        return value  # the tool started a task itself (task_start="tool")
+    if entry.output is not None and not isinstance(value, CallToolResult):
+        problem = _output_mismatch(value, entry.spec.return_annotation)
+        if problem is not None:
+            return _tool_error(
+                f"Tool {name!r} returned a value that does not match its output schema: {problem}"
+            )
+    try:
+        return to_tool_result(value, entry.output)
+    except Exception as exc:
+        return _tool_error(f"Tool {name!r} returned a value that cannot be sent: {describe(exc)}")
 
 
 def _output_mismatch(value: Any, annotation: Any) -> str | None:
