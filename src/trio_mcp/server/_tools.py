@@ -17,6 +17,7 @@ from ..actors._peer_inbound import InboundRequest
 from ..actors._server import Context, RequestHandler, ServerSession
 from ..protocol import (
     LATEST_HANDSHAKE_VERSION,
+    LATEST_VERSION,
     CallToolRequestParams,
     CallToolResult,
     CreateTaskResult,
@@ -135,9 +136,12 @@ class ToolRegistry(Registry):
             execution=UNSET if task_support is None else ToolExecution(task_support=task_support),
             meta=opt(meta),
         )
-        self._tools[tool_name] = ToolEntry(
-            tool, spec, output, task_support, task_start, inline, scope_set(scopes)
-        )
+        entry = ToolEntry(tool, spec, output, task_support, task_start, inline, scope_set(scopes))
+        self._tools[tool_name] = entry
+        if task_support is None and (spec.is_async or inline) and not spec.positional:
+            self._plain_tools[tool_name] = entry  # it may take the plain path (see _plain_call)
+        else:
+            self._plain_tools.pop(tool_name, None)
         self._tool_list = None
         if "tools/list" not in self.request_handlers:
             self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
@@ -150,6 +154,7 @@ class ToolRegistry(Registry):
     def remove_tool(self, name: str) -> None:
         if self._tools.pop(name, None) is None:
             raise KeyError(f"no tool named {name!r}")
+        self._plain_tools.pop(name, None)
         self._tool_list = None
         self.broadcast_nowait("notifications/tools/list_changed")
 
@@ -210,14 +215,17 @@ class ToolRegistry(Registry):
             params = _plain_params(request.params)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
-        if not params.plain:
+        if (
+            params.meta is not UNSET
+            or params.task is not UNSET
+            or params.input_responses is not UNSET
+            or params.request_state is not UNSET
+        ):
             return None
-        entry = self._tools.get(params.name)
-        if entry is None or entry.task_support is not None:
+        entry = self._plain_tools.get(params.name)
+        if entry is None:
             return None
         spec = entry.spec
-        if not (spec.is_async or entry.inline) or spec.positional:
-            return None
         try:
             args = spec.decode_arguments(params.arguments)
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -241,15 +249,6 @@ class _PlainParams(msgspec.Struct, frozen=True, rename="camel"):
     input_responses: msgspec.Raw | UnsetType = UNSET
     request_state: msgspec.Raw | UnsetType = UNSET
 
-    @property
-    def plain(self) -> bool:
-        return (
-            self.meta is UNSET
-            and self.task is UNSET
-            and self.input_responses is UNSET
-            and self.request_state is UNSET
-        )
-
 
 _plain_params: Final = msgspec.json.Decoder(_PlainParams).decode
 
@@ -269,7 +268,10 @@ async def _run_plain(entry: ToolEntry, name: str, kwargs: dict[str, Any], versio
     except Exception as exc:  # a tool failure is a result, never a dead session
         return adapt(_tool_error(f"Tool {name!r} failed: {describe(exc)}"), version)
     if type(value) is str and entry.output is None:
-        return adapt(CallToolResult(content=[TextContent(text=value)]), version)
+        # adapt's answer, at once: a handshake version has no resultType
+        if version < LATEST_VERSION:
+            return CallToolResult(content=[TextContent(text=value)], result_type=UNSET)
+        return CallToolResult(content=[TextContent(text=value)])
     return adapt(_tool_result(entry, name, value), version)
 
 

@@ -11,14 +11,22 @@ import select
 import socket
 import stat
 from collections import deque
-from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 import attrs
 import trio
 
 from .._util import DEFAULT_WARNING_INTERVAL, RepeatedWarnings
-from ..protocol import PARSE_ERROR, Frame, InvalidMessage, ParseError, decode, decode_utf8, encode_line
+from ..protocol import (
+    PARSE_ERROR,
+    Frame,
+    InvalidMessage,
+    ParseError,
+    decode,
+    decode_utf8,
+    encode_line,
+    encode_lines,
+)
 from . import _process
 from ._base import TransportClosed, TransportError
 
@@ -166,13 +174,17 @@ class StdioStream:
                     chunk = view[:end].tobytes()
                 del buf[: end + 1]
                 self._scan = 0
-                decode_line = self._decode
                 decoder = decode_utf8 if chunk.isascii() else decode  # ASCII: checked once for all
+                append = frames.append
                 for line in chunk.split(b"\n"):
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
-                    frames.append(decode_line(line, decoder))
+                    frame = decoder(line)
+                    if type(frame) is InvalidMessage:
+                        frame = self._invalid_frame(frame, line)
+                    append(frame)
                 if frames:
+                    self._frames_in += len(frames)
                     return frames.popleft()
         while True:
             idx = buf.find(b"\n", self._scan)
@@ -206,30 +218,35 @@ class StdioStream:
             del buf[: idx + 1]  # O(1): CPython moves the start of a bytearray
             return self._decode(line)
 
-    def _decode(self, line: bytes, decoder: Callable[[bytes], Frame] = decode) -> Frame:
-        frame = decoder(line)
+    def _decode(self, line: bytes) -> Frame:
+        frame = decode(line)
         self._frames_in += 1
         if type(frame) is InvalidMessage:
-            self._invalid += 1
-            if frame.error.code == PARSE_ERROR:
-                self._warnings.warning(
-                    "not JSON",
-                    "%s: received a line that is not JSON (%d bytes): %r",
-                    self.name,
-                    len(line),
-                    line[:200],
-                )
-            else:
-                self._warnings.warning(
-                    "not JSON-RPC",
-                    "%s: received a line that is not JSON-RPC (%d bytes): %r",
-                    self.name,
-                    len(line),
-                    line[:200],
-                )
-            if not self._answer_parse_errors and frame.id is None:
-                # A server's stray output is logged, never answered.
-                frame = InvalidMessage(frame.id, frame.error, answer=False)
+            frame = self._invalid_frame(frame, line)
+        return frame
+
+    def _invalid_frame(self, frame: InvalidMessage, line: bytes) -> InvalidMessage:
+        """Count and log a line that is not a JSON-RPC message (``frame`` says why)."""
+        self._invalid += 1
+        if frame.error.code == PARSE_ERROR:
+            self._warnings.warning(
+                "not JSON",
+                "%s: received a line that is not JSON (%d bytes): %r",
+                self.name,
+                len(line),
+                line[:200],
+            )
+        else:
+            self._warnings.warning(
+                "not JSON-RPC",
+                "%s: received a line that is not JSON-RPC (%d bytes): %r",
+                self.name,
+                len(line),
+                line[:200],
+            )
+        if not self._answer_parse_errors and frame.id is None:
+            # A server's stray output is logged, never answered.
+            frame = InvalidMessage(frame.id, frame.error, answer=False)
         return frame
 
     def _overlong_frame(self) -> InvalidMessage:
@@ -362,8 +379,7 @@ class StdioStream:
             buf = self._wbuf
             buf.clear()
             if batch:
-                for item in message:
-                    encode_line(item, buf)
+                buf += encode_lines(message)
             elif raw is None:
                 encode_line(message, buf)
             else:
