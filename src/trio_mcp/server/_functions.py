@@ -140,6 +140,12 @@ class FunctionSpec:
     _positional: tuple[str, ...] = attrs.field(alias="positional")
     _decoder: msgspec.json.Decoder[Any] = attrs.field(alias="decoder")
     _lax_decoder: msgspec.json.Decoder[Any] = attrs.field(alias="lax_decoder")
+    #: The decoder of raw JSON arguments in :attr:`strict` mode (``arguments_type | None``).
+    arguments_decoder: msgspec.json.Decoder[Any] = attrs.field(init=False)
+
+    @arguments_decoder.default
+    def _arguments_decoder(self) -> msgspec.json.Decoder[Any]:
+        return self._decoder if self.strict else self._lax_decoder
 
     @property
     def positional(self) -> tuple[str, ...]:
@@ -153,7 +159,7 @@ class FunctionSpec:
         fast path whose caller falls back to :meth:`bind`, which words them)."""
         if raw is msgspec.UNSET:
             return msgspec.convert({}, self.arguments_type)
-        decoded: msgspec.Struct | None = (self._decoder if self.strict else self._lax_decoder).decode(raw)
+        decoded: msgspec.Struct | None = self.arguments_decoder.decode(raw)
         return decoded
 
     def bind(self, arguments: Any, *, strict: bool | None = None) -> dict[str, Any]:

@@ -226,8 +226,10 @@ class ToolRegistry(Registry):
         if entry is None:
             return None
         spec = entry.spec
+        raw = params.arguments
         try:
-            args = spec.decode_arguments(params.arguments)
+            # (spec.decode_arguments, unrolled: tools decode strictly)
+            args = spec.arguments_decoder.decode(raw) if raw is not UNSET else spec.decode_arguments(raw)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
         if args is None:

@@ -134,6 +134,9 @@ class StdioStream:
 
     def receive_nowait(self) -> Frame:
         """The next frame already in the buffer, or :class:`trio.WouldBlock`."""
+        frames = self._frames
+        if frames and not self._closed and self._failure is None:
+            return frames.popleft()  # decoded with the rest of its read
         if self._closed:
             raise trio.EndOfChannel
         if self._failure is not None:
@@ -334,8 +337,38 @@ class StdioStream:
         Unlike :meth:`send`, no schedule point of its own when nobody else is
         sending and the whole write goes out at once: its callers (the peer's
         answer writer and handler workers) yield on their own schedule, and a
-        yield here would cost a scheduling round per answer."""
-        await self._send(messages, None, batch=True)
+        yield here would cost a scheduling round per answer. When nobody else
+        is sending, not even the lock: the first write is tried at once, and
+        the lock is taken only for what that write did not take."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        lock = self._send_lock
+        if lock.locked() or self._closed or self._wfd < 0 or self._write_error is not None:
+            await self._send(messages, None, batch=True)  # waits its turn, or says what is wrong
+            return
+        data = encode_lines(messages)  # an encoding error: raised before anything is written
+        try:
+            if self._wsock is not None:
+                n = self._wsock.send(data, _SEND_FLAGS)
+            else:
+                n = os.write(self._wfd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:  # EPIPE: the reader went away
+            raise TransportClosed(self._write_closed_reason(exc)) from None
+        self._bytes_out += n
+        if n == len(data):
+            self._frames_out += len(messages)
+            return
+        # The pipe is full: the rest as any sender writes (no schedule point
+        # since the lock was seen free, so it is still free).
+        lock.acquire_nowait()
+        try:
+            buf = self._wbuf
+            buf.clear()
+            buf += memoryview(data)[n:]
+            await self._write_all(buf, len(messages), begun=n > 0)
+        finally:
+            lock.release()
 
     def send_nowait(self, message: Any) -> bool:
         """Write ``message`` now, without a schedule point, when that can be
@@ -388,7 +421,8 @@ class StdioStream:
         finally:
             lock.release()
 
-    async def _write_all(self, buf: bytearray, frames: int = 1) -> None:
+    async def _write_all(self, buf: bytearray, frames: int = 1, *, begun: bool = False) -> None:
+        """Write ``buf`` whole (``begun``: it is the rest of a write cut short)."""
         with memoryview(buf) as view:
             total = len(view)
             pos = self._write_some(view, 0)
@@ -396,7 +430,7 @@ class StdioStream:
                 try:
                     await self._wait_writable()
                 except trio.Cancelled:
-                    if pos > 0:
+                    if pos > 0 or begun:
                         await self._finish_cancelled_write(view, pos)
                     raise
                 pos = self._write_some(view, pos)
