@@ -59,7 +59,7 @@ from ._peer_calls import ProgressCallback, _progress_of, _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
 from ._peer_limits import PeerLimits, PeerStatistics, oversized_batch
 from ._peer_outbound import NON_CANCELLABLE, _Outbound
-from ._peer_pool import _DONE, _DRAIN_BUDGET, _HANDED_OFF, _HandlerPool
+from ._peer_pool import _DONE, _HANDED_OFF, _READ_BUDGET, _HandlerPool
 
 __all__ = [
     "NON_CANCELLABLE",
@@ -284,7 +284,7 @@ class Peer(_Outbound, _HandlerPool):
         while True:
             try:
                 frame = await receive()
-                budget = _DRAIN_BUDGET if receive_nowait is not None else 0
+                budget = _READ_BUDGET if receive_nowait is not None else 0
                 while True:
                     if (
                         type(frame) is Request

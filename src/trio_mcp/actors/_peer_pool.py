@@ -76,6 +76,10 @@ _INLINE_SINK: ContextVar[tuple[Any, NotificationSink] | None] = ContextVar(
 #: Frames one wake-up of the read loop (or requests one worker) may take
 #: without a schedule point, so a burst cannot starve other tasks.
 _DRAIN_BUDGET: Final = 32
+#: Frames one wake-up of a read loop may take without a schedule point: a
+#: pipelining client's usual window (64 calls in flight) in one turn, so its
+#: answers go out with one write.
+_READ_BUDGET: Final = 64
 
 _EMPTY_RESULT: Final = msgspec.Raw(b"{}")
 

@@ -168,6 +168,9 @@ class StdioStream:
         if frames:
             return frames.popleft()
         buf = self._rbuf
+        if not buf and not self._skipping:
+            self._scan = 0
+            return None  # all taken (at the end of input too: nothing left to drop)
         if not self._skipping:
             # Every complete line at once (none of them can be overlong):
             # one copy and one split instead of a search and a cut per line.
