@@ -24,6 +24,8 @@ only on a busy machine). Targets, one process each, rotated over the rounds:
 * ``relay``: ``servers/trio_relay.py`` in front of ``trio_echo_server.py``: bytes
   relayed by trio, nothing parsed (the floor of any trio gateway);
 * ``gateway-baseline``: ``gateway`` with ``trio_mcp`` from ``--baseline SRC``;
+* ``trio-floor``: ``servers/trio_floor_server.py``, a trio JSON-lines echo with no
+  MCP at all: what our server adds is its figure less this one;
 * ``baseline``: ``trio_echo_server.py`` importing ``trio_mcp`` from ``--baseline SRC``
   (another checkout's ``src``, e.g. ``git archive main src | tar -x -C /tmp/main``):
   before/after comparisons in one run.
@@ -62,6 +64,7 @@ from _report import load_average
 
 OURS = HERE / "servers" / "trio_echo_server.py"
 TS = DRIVERS / "ts_stdio_server.mjs"
+FLOOR = HERE / "servers" / "trio_floor_server.py"
 PAYLOAD = "hello, benchmark"
 CALL = (
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
@@ -197,6 +200,8 @@ def command(target: str, args: argparse.Namespace, workdir: Path) -> tuple[list[
             "stdio",
             "--no-watch",
         ], env if target == "gateway" else env | {"PYTHONPATH": str(args.baseline)}
+    if target == "trio-floor":
+        return [sys.executable, str(FLOOR)], env
     if target == "relay":
         return [sys.executable, str(HERE / "servers" / "trio_relay.py"), sys.executable, str(OURS)], env
     if target == "baseline":
@@ -277,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--targets",
         default="trio-mcp,ts-sdk",
-        help="trio-mcp, ts-sdk, gateway, gateway-baseline, relay, baseline (default %(default)s)",
+        help="trio-mcp, ts-sdk, trio-floor, gateway, gateway-baseline, relay, baseline (default %(default)s)",
     )
     parser.add_argument("--concurrencies", default="1,8,64,256", help="calls in flight (default %(default)s)")
     parser.add_argument(
@@ -347,6 +352,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"c{c}: TS CPU/call / ours = {med['ts-sdk'] / med['trio-mcp']:.2f}")
         if "trio-mcp" in med and "baseline" in med:
             print(f"c{c}: baseline CPU/call / ours = {med['baseline'] / med['trio-mcp']:.2f}")
+        if "trio-floor" in med:
+            for name in ("trio-mcp", "baseline"):
+                if name in med:
+                    print(
+                        f"c{c}: {name} CPU/call above the trio floor = {med[name] - med['trio-floor']:.1f} us"
+                    )
         for proxy in ("gateway", "gateway-baseline", "relay"):
             if "trio-mcp" in med and proxy in med:
                 print(f"c{c}: direct CPU/call / {proxy} = {med['trio-mcp'] / med[proxy]:.2f}")

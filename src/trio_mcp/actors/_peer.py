@@ -59,7 +59,7 @@ from ._peer_calls import ProgressCallback, _progress_of, _Reply
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
 from ._peer_limits import PeerLimits, PeerStatistics, oversized_batch
 from ._peer_outbound import NON_CANCELLABLE, _Outbound
-from ._peer_pool import _DRAIN_BUDGET, _HANDED_OFF, _HandlerPool
+from ._peer_pool import _DONE, _HANDED_OFF, _READ_BUDGET, _HandlerPool
 
 __all__ = [
     "NON_CANCELLABLE",
@@ -277,10 +277,14 @@ class Peer(_Outbound, _HandlerPool):
         serves_here = self._serves_in_reader
         queue = self._queue
         out = self._reader_out
+        inflight = self._inflight
+        capacity = self._capacity
+        # The dispatcher's plain path, if it has one (see _peer_inbound.PlainStarter).
+        plain = getattr(self.dispatcher, "start_plain", None) if serves_here else None
         while True:
             try:
                 frame = await receive()
-                budget = _DRAIN_BUDGET if receive_nowait is not None else 0
+                budget = _READ_BUDGET if receive_nowait is not None else 0
                 while True:
                     if (
                         type(frame) is Request
@@ -290,7 +294,23 @@ class Peer(_Outbound, _HandlerPool):
                         and self._workers < self._max_workers
                     ):
                         # Nothing waits for a worker: serve it here, in this turn.
-                        if self._register(frame) and not await self._serve_here(frame, scope):
+                        started = None
+                        if (
+                            plain is not None
+                            and frame.id not in inflight
+                            and len(inflight) + self._unwritten < capacity
+                            and self._closed_reason is None
+                        ):
+                            started = plain(frame)
+                        if started is not None:
+                            # No envelope, no slot: a handler that does not wait
+                            # cannot be cancelled (its task reads nothing meanwhile).
+                            trap = self._step_plain(frame, started)
+                            if trap is not _DONE:  # it waits: admitted now, resumed as a worker
+                                inflight[frame.id] = _Slot(frame.method not in NON_CANCELLABLE)
+                                if not await self._serve_here(frame, scope, (started, trap)):
+                                    return _HANDED_OFF
+                        elif self._register(frame) and not await self._serve_here(frame, scope):
                             return _HANDED_OFF  # it waited: a relief reader reads on
                     elif type(frame) is list:
                         refusal = oversized_batch(frame, max_batch)

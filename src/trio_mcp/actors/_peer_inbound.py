@@ -4,6 +4,7 @@ admitted requests and batches."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -15,7 +16,7 @@ from ..protocol import InternalError, MethodNotFound, Request, coerce, encode, e
 if TYPE_CHECKING:
     from ._peer import Peer
 
-__all__ = ["Dispatcher", "InboundRequest"]
+__all__ = ["Dispatcher", "InboundRequest", "PlainStarter"]
 
 
 class Dispatcher(Protocol):
@@ -31,6 +32,17 @@ class Dispatcher(Protocol):
         """Optionally handle a notification synchronously in the read loop
         (for state changes that must precede later requests, such as
         ``notifications/initialized``). Return True if handled. Must not block."""
+
+
+#: A dispatcher's optional plain path, its method ``start_plain(request)``:
+#: the handler of ``request`` as a coroutine not started yet, or None (the
+#: general path: :meth:`Dispatcher.handle_request`). The coroutine returns
+#: the result (or raises, as a handler does); it must need nothing of the
+#: envelope (:class:`InboundRequest`) the general path makes. Over streams
+#: that gather answers the read loop steps it by hand (see ``_peer_pool``):
+#: one that finishes without waiting costs no envelope, no in-flight entry
+#: and no task switch; one that waits is admitted then and served on as any.
+PlainStarter = Callable[[Request], "Coroutine[Any, Any, Any] | None"]
 
 
 class _NullDispatcher:

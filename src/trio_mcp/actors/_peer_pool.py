@@ -76,6 +76,10 @@ _INLINE_SINK: ContextVar[tuple[Any, NotificationSink] | None] = ContextVar(
 #: Frames one wake-up of the read loop (or requests one worker) may take
 #: without a schedule point, so a burst cannot starve other tasks.
 _DRAIN_BUDGET: Final = 32
+#: Frames one wake-up of a read loop may take without a schedule point: a
+#: pipelining client's usual window (64 calls in flight) in one turn, so its
+#: answers go out with one write.
+_READ_BUDGET: Final = 64
 
 _EMPTY_RESULT: Final = msgspec.Raw(b"{}")
 
@@ -83,6 +87,12 @@ _EMPTY_RESULT: Final = msgspec.Raw(b"{}")
 #: What a read loop returns once its own handler waited and reading went on
 #: in a relief reader (see :meth:`_HandlerPool._serve_here`); never an actor's exit.
 _HANDED_OFF: Final = ExitReason("handed-off", "reading went on in a relief reader")
+
+#: What :meth:`_HandlerPool._step_plain` returns once the handler is answered.
+_DONE: Final = object()
+
+#: A plain handler stepped by hand and the trap it yielded (see ``_step_plain``).
+_Started = tuple[Coroutine[Any, Any, Any], Any]
 
 
 @types.coroutine
@@ -217,11 +227,12 @@ class _HandlerPool:
             self._standby += 1
             trio.lowlevel.reschedule(self._idle_workers.pop())
 
-    async def _serve(self, req: Request, scope: trio.CancelScope) -> bool:
+    async def _serve(self, req: Request, scope: trio.CancelScope, started: _Started | None = None) -> bool:
         """Serve one request inside its worker's ``scope`` (cancelled by the peer's
         ``notifications/cancelled``: Cancelled then propagates to the worker).
         True when the request was cancelled (``scope`` is then used up, even
-        if the handler swallowed the Cancelled)."""
+        if the handler swallowed the Cancelled). ``started``: a plain handler
+        that waited (see :meth:`_step_plain`), admitted since, resumed here."""
         ident = req.id
         slot = self._inflight.get(ident)
         if slot is None or slot.cancelled:
@@ -237,7 +248,9 @@ class _HandlerPool:
         reply: Any = None
         slot.scope = scope
         try:
-            if req.method == "ping":
+            if started is not None:
+                result = await _resume(*started)
+            elif req.method == "ping":
                 result = _EMPTY_RESULT
             else:
                 result = await self.dispatcher.handle_request(InboundRequest(self, req))  # type: ignore[arg-type]
@@ -288,7 +301,31 @@ class _HandlerPool:
             await self._send(out, req.method)  # alone: no task switch for one answer
         return False
 
-    async def _serve_here(self, req: Request, scope: trio.CancelScope) -> bool:
+    def _step_plain(self, req: Request, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Step the plain handler of ``req`` (the dispatcher's ``start_plain``)
+        in the read loop's task, with no envelope and no in-flight entry: one
+        that finishes without waiting (most) is answered with the rest of the
+        read (see :meth:`_write_here`) and :data:`_DONE` returned. One that
+        waits returns the trap it yielded: the caller admits it then (an
+        in-flight entry: cancellable from now on), and resumes it as a worker
+        (``_serve_here(req, scope, (coro, trap))``)."""
+        RELATED_REQUEST.set(req.id)  # as _serve: what the handler sends relates to it
+        try:
+            trap = coro.send(None)
+        except StopIteration as done:
+            reply: Any = Response(id=req.id, result=done.value)
+        except Exception as exc:
+            reply = self._error_answer(req, exc)
+        else:
+            return trap
+        self._served += 1
+        self._reader_out.append(reply)
+        self._unwritten += 1
+        return _DONE
+
+    async def _serve_here(
+        self, req: Request, scope: trio.CancelScope, started: _Started | None = None
+    ) -> bool:
         """Serve ``req`` in the read loop's task, inside the read loop's
         ``scope``; its answer joins the read's others (see :meth:`_write_here`).
         The handler is stepped by hand: one that finishes without waiting
@@ -297,7 +334,7 @@ class _HandlerPool:
         meanwhile: the read loop never waits for a handler. Returns False in
         that case, once the handler is done (this task reads no more); a
         peer's cancellation of it ends ``scope``."""
-        coro = self._serve(req, scope)
+        coro = self._serve(req, scope, started)
         self._serving_here = True
         try:
             trap = coro.send(None)

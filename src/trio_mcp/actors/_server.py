@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any, Final, Protocol, cast
 
@@ -45,6 +45,7 @@ from ..protocol import (
     McpError,
     MethodNotFound,
     MissingClientCapability,
+    Request,
     Root,
     ServerCapabilities,
     SetLevelRequestParams,
@@ -114,6 +115,12 @@ class RequestHandler:
     #: The handler returns its own ``InputRequiredResult`` rounds and reads
     #: ``requestState`` itself (stateless era): it is passed through unchecked.
     own_request_state: bool = False
+    #: Optional plain path: ``plain(session, request)`` -> the handler's
+    #: coroutine (returning the result as sent, adapted to
+    #: ``session.protocol_version``), or None to take the general path. Asked
+    #: only for an initialized session without middleware, with raw params;
+    #: it must answer exactly as ``fn`` would (see :meth:`ServerSession.start_plain`).
+    plain: Callable[[ServerSession, Request], Coroutine[Any, Any, Any] | None] | None = None
 
 
 class ServerApp(Protocol):
@@ -251,6 +258,21 @@ class ServerSession(_ModernServing):
         handler, params = self._resolve(request)
         result = await handler.fn(Context(self, request), params)
         return adapt(result, self.protocol_version or LATEST_HANDSHAKE_VERSION)
+
+    def start_plain(self, request: Request) -> Coroutine[Any, Any, Any] | None:
+        """The peer's plain path (see ``_peer_inbound.PlainStarter``): the
+        coroutine of the handler's own plain path (``RequestHandler.plain``)
+        for an initialized session's request with raw params, when no
+        middleware is installed; else None (the general path)."""
+        if not self._initialized or self._middleware:
+            return None
+        method = request.method
+        handler = self.app.request_handlers.get(method)
+        if handler is None or handler.plain is None or method in self._undeclared:
+            return None
+        if type(request.params) is not msgspec.Raw:
+            return None
+        return handler.plain(self, request)
 
     async def _handle_through_middleware(self, request: InboundRequest) -> Any:
         last = partial(ServerSession.handle_request, self, request)

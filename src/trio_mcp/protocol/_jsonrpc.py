@@ -42,6 +42,7 @@ __all__ = [
     "decode_utf8",
     "encode",
     "encode_line",
+    "encode_lines",
     "error_response",
     "raw_or_none",
 ]
@@ -239,7 +240,19 @@ def decode_utf8(data: bytes | bytearray | memoryview | str) -> Frame:
     """:func:`decode` of a frame known to be valid UTF-8 (e.g. one checked
     ASCII with the rest of its read): the same result, one check less."""
     try:
-        return _classify(_envelope_decoder.decode(data))
+        env = _envelope_decoder.decode(data)
+        method = env.method
+        if type(method) is str and env.jsonrpc == JSONRPC_VERSION and env.result is UNSET:
+            # The commonest frame, a well-formed request, at once (else _classify says what it is).
+            ident = env.id
+            params = env.params
+            if (
+                (type(ident) is int or type(ident) is str)
+                and env.error is UNSET
+                and (params is UNSET or (type(params) is Raw and memoryview(params)[0] == 0x7B))  # '{'
+            ):
+                return Request(id=ident, method=method, params=params)
+        return _classify(env)
     except msgspec.ValidationError:
         pass  # valid JSON, but not an object: maybe a batch
     except msgspec.DecodeError as exc:
@@ -288,6 +301,12 @@ def encode_line(message: Any, buffer: bytearray) -> None:
     """Append the compact JSON of ``message`` and a newline to ``buffer``."""
     _encoder.encode_into(message, buffer, -1)
     buffer.extend(b"\n")
+
+
+def encode_lines(messages: list[Any]) -> bytes:
+    """The compact JSON of each of ``messages``, each followed by a newline
+    (one call for a whole batch of lines)."""
+    return _encoder.encode_lines(messages)
 
 
 T = TypeVar("T")

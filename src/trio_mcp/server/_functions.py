@@ -140,6 +140,27 @@ class FunctionSpec:
     _positional: tuple[str, ...] = attrs.field(alias="positional")
     _decoder: msgspec.json.Decoder[Any] = attrs.field(alias="decoder")
     _lax_decoder: msgspec.json.Decoder[Any] = attrs.field(alias="lax_decoder")
+    #: The decoder of raw JSON arguments in :attr:`strict` mode (``arguments_type | None``).
+    arguments_decoder: msgspec.json.Decoder[Any] = attrs.field(init=False)
+
+    @arguments_decoder.default
+    def _arguments_decoder(self) -> msgspec.json.Decoder[Any]:
+        return self._decoder if self.strict else self._lax_decoder
+
+    @property
+    def positional(self) -> tuple[str, ...]:
+        """The positional-only parameters (passed by position)."""
+        return self._positional
+
+    def decode_arguments(self, raw: msgspec.Raw | msgspec.UnsetType) -> msgspec.Struct | None:
+        """``raw`` JSON arguments (strict; absent: none at all) as the
+        arguments Struct, or None for a JSON ``null``. Raises
+        :class:`msgspec.ValidationError` / ``DecodeError`` as they are (for a
+        fast path whose caller falls back to :meth:`bind`, which words them)."""
+        if raw is msgspec.UNSET:
+            return msgspec.convert({}, self.arguments_type)
+        decoded: msgspec.Struct | None = self.arguments_decoder.decode(raw)
+        return decoded
 
     def bind(self, arguments: Any, *, strict: bool | None = None) -> dict[str, Any]:
         """Validate ``arguments`` (a dict, ``None``, or raw JSON bytes /

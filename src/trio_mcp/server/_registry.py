@@ -65,6 +65,8 @@ class Registry(LowLevelServer):
         self.thread_limiter = trio.CapacityLimiter(max_sync_threads)
         self._inline_completions: set[CompletionFn] = set()
         self._tools: dict[str, ToolEntry] = {}
+        #: The tools that may take the plain path of tools/call (see ``_tools``).
+        self._plain_tools: dict[str, ToolEntry] = {}
         self._resources: dict[str, ResourceEntry] = {}
         self._templates: dict[str, TemplateEntry] = {}
         self._prompts: dict[str, PromptEntry] = {}

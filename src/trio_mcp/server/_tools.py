@@ -5,15 +5,19 @@ schema, or run as a task)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, overload
+import inspect
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Final, Literal, overload
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from .._util import describe
-from ..actors._server import Context
+from ..actors._peer_inbound import InboundRequest
+from ..actors._server import Context, RequestHandler, ServerSession
 from ..protocol import (
+    LATEST_HANDSHAKE_VERSION,
+    LATEST_VERSION,
     CallToolRequestParams,
     CallToolResult,
     CreateTaskResult,
@@ -22,11 +26,13 @@ from ..protocol import (
     ListToolsResult,
     McpError,
     PaginatedRequestParams,
+    Request,
     TaskCreated,
     TextContent,
     Tool,
     ToolAnnotations,
     ToolExecution,
+    adapt,
 )
 from ._content import to_tool_result
 from ._entries import TaskSupport, ToolEntry, scope_set
@@ -130,19 +136,25 @@ class ToolRegistry(Registry):
             execution=UNSET if task_support is None else ToolExecution(task_support=task_support),
             meta=opt(meta),
         )
-        self._tools[tool_name] = ToolEntry(
-            tool, spec, output, task_support, task_start, inline, scope_set(scopes)
-        )
+        entry = ToolEntry(tool, spec, output, task_support, task_start, inline, scope_set(scopes))
+        self._tools[tool_name] = entry
+        if task_support is None and (spec.is_async or inline) and not spec.positional:
+            self._plain_tools[tool_name] = entry  # it may take the plain path (see _plain_call)
+        else:
+            self._plain_tools.pop(tool_name, None)
         self._tool_list = None
         if "tools/list" not in self.request_handlers:
             self.set_request_handler("tools/list", PaginatedRequestParams, self._list_tools)
-            self.set_request_handler("tools/call", CallToolRequestParams, self._call_tool)
+            self.request_handlers["tools/call"] = RequestHandler(
+                CallToolRequestParams, self._call_tool, plain=self._plain_call
+            )
         self.broadcast_nowait("notifications/tools/list_changed")
         return tool
 
     def remove_tool(self, name: str) -> None:
         if self._tools.pop(name, None) is None:
             raise KeyError(f"no tool named {name!r}")
+        self._plain_tools.pop(name, None)
         self._tool_list = None
         self.broadcast_nowait("notifications/tools/list_changed")
 
@@ -189,18 +201,97 @@ class ToolRegistry(Registry):
             return _tool_error(f"Tool {params.name!r} failed: {describe(exc)}")
         if type(value) is str and entry.output is None:
             return CallToolResult(content=[TextContent(text=value)])  # to_tool_result's, at once
-        if isinstance(value, (TaskCreated, CreateTaskResult)):
-            return value  # the tool started a task itself (task_start="tool")
-        if entry.output is not None and not isinstance(value, CallToolResult):
-            problem = _output_mismatch(value, entry.spec.return_annotation)
-            if problem is not None:
-                return _tool_error(
-                    f"Tool {params.name!r} returned a value that does not match its output schema: {problem}"
-                )
+        return _tool_result(entry, params.name, value)
+
+    def _plain_call(self, session: ServerSession, request: Request) -> Coroutine[Any, Any, Any] | None:
+        """The plain path of ``tools/call`` (``RequestHandler.plain``): the
+        call of a tool that runs in the caller's task (async, or ``inline``)
+        and never as a task, whose params hold only its name and arguments
+        that fit its signature, as one coroutine that returns the result as
+        sent. No :class:`CallToolRequestParams`, no dict of arguments, and no
+        :class:`Context` unless the tool takes one. None for anything else:
+        the general path answers it (and says what is wrong)."""
         try:
-            return to_tool_result(value, entry.output)
-        except Exception as exc:
-            return _tool_error(f"Tool {params.name!r} returned a value that cannot be sent: {describe(exc)}")
+            params = _plain_params(request.params)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        if (
+            params.meta is not UNSET
+            or params.task is not UNSET
+            or params.input_responses is not UNSET
+            or params.request_state is not UNSET
+        ):
+            return None
+        entry = self._plain_tools.get(params.name)
+        if entry is None:
+            return None
+        spec = entry.spec
+        raw = params.arguments
+        try:
+            # (spec.decode_arguments, unrolled: tools decode strictly)
+            args = spec.arguments_decoder.decode(raw) if raw is not UNSET else spec.decode_arguments(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        if args is None:
+            return None
+        kwargs = msgspec.structs.asdict(args)
+        if spec.context_parameter is not None:
+            kwargs[spec.context_parameter] = Context(session, InboundRequest(session.peer, request))
+        return _run_plain(entry, params.name, kwargs, session.protocol_version or LATEST_HANDSHAKE_VERSION)
+
+
+class _PlainParams(msgspec.Struct, frozen=True, rename="camel"):
+    """``tools/call`` params as its plain path reads them: what is not a
+    name or arguments (``_meta``, a task, input responses) is only noticed."""
+
+    name: str
+    arguments: msgspec.Raw | UnsetType = UNSET
+    meta: msgspec.Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    task: msgspec.Raw | UnsetType = UNSET
+    input_responses: msgspec.Raw | UnsetType = UNSET
+    request_state: msgspec.Raw | UnsetType = UNSET
+
+
+_plain_params: Final = msgspec.json.Decoder(_PlainParams).decode
+
+
+async def _run_plain(entry: ToolEntry, name: str, kwargs: dict[str, Any], version: str) -> Any:
+    """Call a tool on the plain path with its bound arguments (see
+    :meth:`ToolRegistry._plain_call`): the result, as ``_run_tool`` and the
+    session would make it."""
+    func = entry.spec.func
+    try:
+        if entry.spec.is_async:
+            value = await func(**kwargs)
+        else:
+            value = func(**kwargs)  # inline: in this task
+            if inspect.isawaitable(value):
+                value = await value
+    except Exception as exc:  # a tool failure is a result, never a dead session
+        return adapt(_tool_error(f"Tool {name!r} failed: {describe(exc)}"), version)
+    if type(value) is str and entry.output is None:
+        # adapt's answer, at once: a handshake version has no resultType
+        if version < LATEST_VERSION:
+            return CallToolResult(content=[TextContent(text=value)], result_type=UNSET)
+        return CallToolResult(content=[TextContent(text=value)])
+    return adapt(_tool_result(entry, name, value), version)
+
+
+def _tool_result(entry: ToolEntry, name: str, value: Any) -> Any:
+    """The result of tool ``name`` that returned ``value`` (checked against
+    its output schema, if any)."""
+    if isinstance(value, (TaskCreated, CreateTaskResult)):
+        return value  # the tool started a task itself (task_start="tool")
+    if entry.output is not None and not isinstance(value, CallToolResult):
+        problem = _output_mismatch(value, entry.spec.return_annotation)
+        if problem is not None:
+            return _tool_error(
+                f"Tool {name!r} returned a value that does not match its output schema: {problem}"
+            )
+    try:
+        return to_tool_result(value, entry.output)
+    except Exception as exc:
+        return _tool_error(f"Tool {name!r} returned a value that cannot be sent: {describe(exc)}")
 
 
 def _output_mismatch(value: Any, annotation: Any) -> str | None:

@@ -11,14 +11,22 @@ import select
 import socket
 import stat
 from collections import deque
-from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 import attrs
 import trio
 
 from .._util import DEFAULT_WARNING_INTERVAL, RepeatedWarnings
-from ..protocol import PARSE_ERROR, Frame, InvalidMessage, ParseError, decode, decode_utf8, encode_line
+from ..protocol import (
+    PARSE_ERROR,
+    Frame,
+    InvalidMessage,
+    ParseError,
+    decode,
+    decode_utf8,
+    encode_line,
+    encode_lines,
+)
 from . import _process
 from ._base import TransportClosed, TransportError
 
@@ -126,6 +134,9 @@ class StdioStream:
 
     def receive_nowait(self) -> Frame:
         """The next frame already in the buffer, or :class:`trio.WouldBlock`."""
+        frames = self._frames
+        if frames and not self._closed and self._failure is None:
+            return frames.popleft()  # decoded with the rest of its read
         if self._closed:
             raise trio.EndOfChannel
         if self._failure is not None:
@@ -157,6 +168,9 @@ class StdioStream:
         if frames:
             return frames.popleft()
         buf = self._rbuf
+        if not buf and not self._skipping:
+            self._scan = 0
+            return None  # all taken (at the end of input too: nothing left to drop)
         if not self._skipping:
             # Every complete line at once (none of them can be overlong):
             # one copy and one split instead of a search and a cut per line.
@@ -166,13 +180,17 @@ class StdioStream:
                     chunk = view[:end].tobytes()
                 del buf[: end + 1]
                 self._scan = 0
-                decode_line = self._decode
                 decoder = decode_utf8 if chunk.isascii() else decode  # ASCII: checked once for all
+                append = frames.append
                 for line in chunk.split(b"\n"):
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
-                    frames.append(decode_line(line, decoder))
+                    frame = decoder(line)
+                    if type(frame) is InvalidMessage:
+                        frame = self._invalid_frame(frame, line)
+                    append(frame)
                 if frames:
+                    self._frames_in += len(frames)
                     return frames.popleft()
         while True:
             idx = buf.find(b"\n", self._scan)
@@ -206,30 +224,35 @@ class StdioStream:
             del buf[: idx + 1]  # O(1): CPython moves the start of a bytearray
             return self._decode(line)
 
-    def _decode(self, line: bytes, decoder: Callable[[bytes], Frame] = decode) -> Frame:
-        frame = decoder(line)
+    def _decode(self, line: bytes) -> Frame:
+        frame = decode(line)
         self._frames_in += 1
         if type(frame) is InvalidMessage:
-            self._invalid += 1
-            if frame.error.code == PARSE_ERROR:
-                self._warnings.warning(
-                    "not JSON",
-                    "%s: received a line that is not JSON (%d bytes): %r",
-                    self.name,
-                    len(line),
-                    line[:200],
-                )
-            else:
-                self._warnings.warning(
-                    "not JSON-RPC",
-                    "%s: received a line that is not JSON-RPC (%d bytes): %r",
-                    self.name,
-                    len(line),
-                    line[:200],
-                )
-            if not self._answer_parse_errors and frame.id is None:
-                # A server's stray output is logged, never answered.
-                frame = InvalidMessage(frame.id, frame.error, answer=False)
+            frame = self._invalid_frame(frame, line)
+        return frame
+
+    def _invalid_frame(self, frame: InvalidMessage, line: bytes) -> InvalidMessage:
+        """Count and log a line that is not a JSON-RPC message (``frame`` says why)."""
+        self._invalid += 1
+        if frame.error.code == PARSE_ERROR:
+            self._warnings.warning(
+                "not JSON",
+                "%s: received a line that is not JSON (%d bytes): %r",
+                self.name,
+                len(line),
+                line[:200],
+            )
+        else:
+            self._warnings.warning(
+                "not JSON-RPC",
+                "%s: received a line that is not JSON-RPC (%d bytes): %r",
+                self.name,
+                len(line),
+                line[:200],
+            )
+        if not self._answer_parse_errors and frame.id is None:
+            # A server's stray output is logged, never answered.
+            frame = InvalidMessage(frame.id, frame.error, answer=False)
         return frame
 
     def _overlong_frame(self) -> InvalidMessage:
@@ -317,8 +340,38 @@ class StdioStream:
         Unlike :meth:`send`, no schedule point of its own when nobody else is
         sending and the whole write goes out at once: its callers (the peer's
         answer writer and handler workers) yield on their own schedule, and a
-        yield here would cost a scheduling round per answer."""
-        await self._send(messages, None, batch=True)
+        yield here would cost a scheduling round per answer. When nobody else
+        is sending, not even the lock: the first write is tried at once, and
+        the lock is taken only for what that write did not take."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        lock = self._send_lock
+        if lock.locked() or self._closed or self._wfd < 0 or self._write_error is not None:
+            await self._send(messages, None, batch=True)  # waits its turn, or says what is wrong
+            return
+        data = encode_lines(messages)  # an encoding error: raised before anything is written
+        try:
+            if self._wsock is not None:
+                n = self._wsock.send(data, _SEND_FLAGS)
+            else:
+                n = os.write(self._wfd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:  # EPIPE: the reader went away
+            raise TransportClosed(self._write_closed_reason(exc)) from None
+        self._bytes_out += n
+        if n == len(data):
+            self._frames_out += len(messages)
+            return
+        # The pipe is full: the rest as any sender writes (no schedule point
+        # since the lock was seen free, so it is still free).
+        lock.acquire_nowait()
+        try:
+            buf = self._wbuf
+            buf.clear()
+            buf += memoryview(data)[n:]
+            await self._write_all(buf, len(messages), begun=n > 0)
+        finally:
+            lock.release()
 
     def send_nowait(self, message: Any) -> bool:
         """Write ``message`` now, without a schedule point, when that can be
@@ -362,8 +415,7 @@ class StdioStream:
             buf = self._wbuf
             buf.clear()
             if batch:
-                for item in message:
-                    encode_line(item, buf)
+                buf += encode_lines(message)
             elif raw is None:
                 encode_line(message, buf)
             else:
@@ -372,7 +424,8 @@ class StdioStream:
         finally:
             lock.release()
 
-    async def _write_all(self, buf: bytearray, frames: int = 1) -> None:
+    async def _write_all(self, buf: bytearray, frames: int = 1, *, begun: bool = False) -> None:
+        """Write ``buf`` whole (``begun``: it is the rest of a write cut short)."""
         with memoryview(buf) as view:
             total = len(view)
             pos = self._write_some(view, 0)
@@ -380,7 +433,7 @@ class StdioStream:
                 try:
                     await self._wait_writable()
                 except trio.Cancelled:
-                    if pos > 0:
+                    if pos > 0 or begun:
                         await self._finish_cancelled_write(view, pos)
                     raise
                 pos = self._write_some(view, pos)
