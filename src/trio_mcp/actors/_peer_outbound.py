@@ -33,7 +33,11 @@ log = logging.getLogger("trio_mcp.peer")
 #: starts the session, ``subscriptions/listen`` is a stream, not a call.
 ALWAYS_FRAMED: Final = frozenset({"initialize", "subscriptions/listen"})
 
+# The hot path's callables, looked up once.
 _encode: Final = msgspec.json.Encoder().encode  # as protocol.encode, one call less
+_Raw: Final = msgspec.Raw
+_current_task: Final = trio.lowlevel.current_task
+_wait_task_rescheduled: Final = trio.lowlevel.wait_task_rescheduled
 
 #: Requests a peer's ``notifications/cancelled`` never interrupts.
 NON_CANCELLABLE: Final = frozenset({"initialize"})
@@ -114,8 +118,6 @@ class _Outbound:
             reply.progress = deque()
             self._progress[ident] = reply
         pending[ident] = reply
-        # The initialize request is never cancelled (MCP lifecycle).
-        cancellable = cancellable and method not in NON_CANCELLABLE
         sent = False
         line: Any = None
         try:
@@ -126,7 +128,7 @@ class _Outbound:
                 # Encoded here, so an unencodable request fails its caller.
                 # No checkpoint before parking: a caller cancelled already is
                 # told so as it parks, before the writer runs (see below).
-                line = (ident, msgspec.Raw(_encode(request)))
+                line = (ident, _Raw(_encode(request)))
                 self._requests.append(line)
                 writer = self._writer
                 if writer is not None:
@@ -147,14 +149,16 @@ class _Outbound:
                 msg = await reply.wait_reporting(on_progress, self.name)
             elif reply.value is None:
                 # Parked here, one coroutine frame less than reply.wait().
-                reply.task = trio.lowlevel.current_task()
-                msg = await trio.lowlevel.wait_task_rescheduled(reply._abort)
+                reply.task = _current_task()
+                msg = await _wait_task_rescheduled(reply._abort)
             else:
                 msg = await reply.wait()
         except trio.Cancelled:
             if line is not None and line in self._requests:
                 self._requests.remove(line)  # never written: as if never sent
                 sent = False
+            # The initialize request is never cancelled (MCP lifecycle).
+            cancellable = cancellable and method not in NON_CANCELLABLE
             if sent and cancellable and reply.value is None and self._closed_reason is None:
                 await self._send_cancelled(ident, "cancelled by the caller")
             raise
@@ -164,7 +168,7 @@ class _Outbound:
             pending.pop(ident, None)
             if on_progress is not None:
                 self._progress.pop(ident, None)
-        if type(msg) is Response and result_type is not None and type(msg.result) is msgspec.Raw:
+        if type(msg) is Response and result_type is not None and type(msg.result) is _Raw:
             try:
                 return (_decoders.get(result_type) or _decoder_for(result_type)).decode(msg.result)
             except (msgspec.ValidationError, msgspec.DecodeError):
