@@ -120,14 +120,31 @@ class _Outbound:
         pending[ident] = reply
         sent = False
         line: Any = None
+        unsent = False  # taken back by abort(): cancelled before the writer wrote it
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            # Runs at once when the caller is cancelled while parked, before
+            # any other task (the writer) can take the request: a request not
+            # written yet is taken back, never sent.
+            nonlocal unsent
+            reply.task = None
+            requests = self._requests
+            if line in requests:
+                requests.remove(line)
+                unsent = True
+            return trio.lowlevel.Abort.SUCCEEDED
+
         try:
             request = Request(id=ident, method=method, params=params)
             if self._gathers and len(pending) > 1 and self._write_failure is None:
                 # Other calls are out: the answer writer sends this one with
                 # whatever else is ready in this scheduling turn (one write).
                 # Encoded here, so an unencodable request fails its caller.
-                # No checkpoint before parking: a caller cancelled already is
-                # told so as it parks, before the writer runs (see below).
+                # No checkpoint before parking (but with a progress callback,
+                # which parks elsewhere): a caller cancelled already is told
+                # so as it parks, and abort() takes its request back.
+                if on_progress is not None:
+                    await trio.lowlevel.checkpoint_if_cancelled()
                 line = (ident, _Raw(_encode(request)))
                 self._requests.append(line)
                 writer = self._writer
@@ -135,6 +152,11 @@ class _Outbound:
                     self._writer = None
                     trio.lowlevel.reschedule(writer)
                 sent = True
+                if on_progress is None:
+                    reply.task = _current_task()
+                    msg = await _wait_task_rescheduled(abort)
+                else:
+                    msg = await reply.wait_reporting(on_progress, self.name)
             else:
                 nowait = self._send_nowait
                 if nowait is not None and not self._requests:
@@ -145,17 +167,18 @@ class _Outbound:
                 if not sent:
                     await self.stream.send(request)  # may yield: the answer may come meanwhile
                     sent = True
-            if on_progress is not None:
-                msg = await reply.wait_reporting(on_progress, self.name)
-            elif reply.value is None:
-                # Parked here, one coroutine frame less than reply.wait().
-                reply.task = _current_task()
-                msg = await _wait_task_rescheduled(reply._abort)
-            else:
-                msg = await reply.wait()
+                if on_progress is not None:
+                    msg = await reply.wait_reporting(on_progress, self.name)
+                elif reply.value is None:
+                    # Parked here, one coroutine frame less than reply.wait().
+                    reply.task = _current_task()
+                    msg = await _wait_task_rescheduled(reply._abort)
+                else:
+                    msg = await reply.wait()
         except trio.Cancelled:
-            if line is not None and line in self._requests:
-                self._requests.remove(line)  # never written: as if never sent
+            if unsent or (line is not None and line in self._requests):
+                if not unsent:
+                    self._requests.remove(line)  # never written: as if never sent
                 sent = False
             # The initialize request is never cancelled (MCP lifecycle).
             cancellable = cancellable and method not in NON_CANCELLABLE
