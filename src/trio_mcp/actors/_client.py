@@ -295,7 +295,9 @@ class ClientSession(_Negotiation, _Inbound):
     ) -> Awaitable[Any]:
         # Not a coroutine: its caller awaits the peer's request itself (one
         # frame less to create, and to pass through at each resumption).
-        if not self.supports(method):
+        cache = self._supports
+        known = cache[1].get(method) if cache[0] is self.server_capabilities else None
+        if not (known or (known is None and self.supports(method))):
             raise MethodNotFound(
                 f"the server did not declare the {METHOD_CAPABILITY[method]!r} capability needed for {method}"
             )

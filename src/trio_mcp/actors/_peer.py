@@ -98,6 +98,7 @@ class Peer(_Outbound, _HandlerPool):
         #: The stream can have the other end serve a request in this task
         #: (an in-memory pair; see :meth:`request`).
         self._can_inline = getattr(type(stream), "inline_in_order", None) is not None
+        self._send_nowait = stream.send_nowait if getattr(type(stream), "send_nowait", None) else None  # type: ignore[attr-defined]
         self.dispatcher: Dispatcher = dispatcher or _NullDispatcher()
         self.limits = limits or PeerLimits()
         self._next_id = 1

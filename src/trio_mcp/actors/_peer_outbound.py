@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
 from msgspec import UNSET
 
-from ..protocol import ConnectionClosed, Notification, Request, encode
+from ..protocol import ConnectionClosed, Notification, Request, Response
 from ..transports import MessageStream, TransportError
-from ._peer_calls import ProgressCallback, _answer, _progress_of, _Reply, _with_progress_token
+from ._peer_calls import (
+    ProgressCallback,
+    _answer,
+    _decoder_for,
+    _decoders,
+    _progress_of,
+    _Reply,
+    _with_progress_token,
+)
 from ._peer_limits import PeerLimits
 from ._peer_pool import _INLINE_SINK, InlineServer
 
@@ -23,6 +32,12 @@ log = logging.getLogger("trio_mcp.peer")
 #: Requests never served inline (see :meth:`_Outbound.request`): ``initialize``
 #: starts the session, ``subscriptions/listen`` is a stream, not a call.
 ALWAYS_FRAMED: Final = frozenset({"initialize", "subscriptions/listen"})
+
+# The hot path's callables, looked up once.
+_encode: Final = msgspec.json.Encoder().encode  # as protocol.encode, one call less
+_Raw: Final = msgspec.Raw
+_current_task: Final = trio.lowlevel.current_task
+_wait_task_rescheduled: Final = trio.lowlevel.wait_task_rescheduled
 
 #: Requests a peer's ``notifications/cancelled`` never interrupts.
 NON_CANCELLABLE: Final = frozenset({"initialize"})
@@ -42,6 +57,9 @@ class _Outbound:
     _gathers: bool
     _write_failure: str | None
     _requests: list[tuple[int | str, msgspec.Raw]]
+    _writer: trio.lowlevel.Task | None
+    #: The stream's ``send_nowait`` (a lone request written in the caller's task), if any.
+    _send_nowait: Callable[[Any], bool] | None
 
     if TYPE_CHECKING:  # the handler pool's and the Peer's
 
@@ -94,45 +112,90 @@ class _Outbound:
         ident = self._next_id
         self._next_id = ident + 1
         reply = _Reply()
+        pending = self._pending
         if on_progress is not None:
             params = _with_progress_token(params, ident)
             reply.progress = deque()
             self._progress[ident] = reply
-        self._pending[ident] = reply
-        # The initialize request is never cancelled (MCP lifecycle).
-        cancellable = cancellable and method not in NON_CANCELLABLE
+        pending[ident] = reply
         sent = False
         line: Any = None
+        unsent = False  # taken back by abort(): cancelled before the writer wrote it
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            # Runs at once when the caller is cancelled while parked, before
+            # any other task (the writer) can take the request: a request not
+            # written yet is taken back, never sent.
+            nonlocal unsent
+            reply.task = None
+            requests = self._requests
+            if line in requests:
+                requests.remove(line)
+                unsent = True
+            return trio.lowlevel.Abort.SUCCEEDED
+
         try:
             request = Request(id=ident, method=method, params=params)
-            if self._gathers and len(self._pending) > 1 and self._write_failure is None:
+            if self._gathers and len(pending) > 1 and self._write_failure is None:
                 # Other calls are out: the answer writer sends this one with
                 # whatever else is ready in this scheduling turn (one write).
                 # Encoded here, so an unencodable request fails its caller.
-                await trio.lowlevel.checkpoint_if_cancelled()
-                line = (ident, msgspec.Raw(encode(request)))
+                # No checkpoint before parking (but with a progress callback,
+                # which parks elsewhere): a caller cancelled already is told
+                # so as it parks, and abort() takes its request back.
+                if on_progress is not None:
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                line = (ident, _Raw(_encode(request)))
                 self._requests.append(line)
-                self._wake_writer()
+                writer = self._writer
+                if writer is not None:
+                    self._writer = None
+                    trio.lowlevel.reschedule(writer)
+                sent = True
+                if on_progress is None:
+                    reply.task = _current_task()
+                    msg = await _wait_task_rescheduled(abort)
+                else:
+                    msg = await reply.wait_reporting(on_progress, self.name)
             else:
-                await self.stream.send(request)
-            sent = True
-            if on_progress is None:
-                msg = await reply.wait()
-            else:
-                msg = await reply.wait_reporting(on_progress, self.name)
+                nowait = self._send_nowait
+                if nowait is not None and not self._requests:
+                    # A lone call: written now, whole, when the stream can
+                    # (no schedule point of the stream's own; the wait is one).
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    sent = nowait(request)
+                if not sent:
+                    await self.stream.send(request)  # may yield: the answer may come meanwhile
+                    sent = True
+                if on_progress is not None:
+                    msg = await reply.wait_reporting(on_progress, self.name)
+                elif reply.value is None:
+                    # Parked here, one coroutine frame less than reply.wait().
+                    reply.task = _current_task()
+                    msg = await _wait_task_rescheduled(reply._abort)
+                else:
+                    msg = await reply.wait()
         except trio.Cancelled:
-            if line is not None and line in self._requests:
-                self._requests.remove(line)  # never written: as if never sent
+            if unsent or (line is not None and line in self._requests):
+                if not unsent:
+                    self._requests.remove(line)  # never written: as if never sent
                 sent = False
+            # The initialize request is never cancelled (MCP lifecycle).
+            cancellable = cancellable and method not in NON_CANCELLABLE
             if sent and cancellable and reply.value is None and self._closed_reason is None:
                 await self._send_cancelled(ident, "cancelled by the caller")
             raise
         except TransportError as exc:
             raise ConnectionClosed(f"connection closed: {exc.reason}") from None
         finally:
-            self._pending.pop(ident, None)
+            pending.pop(ident, None)
             if on_progress is not None:
                 self._progress.pop(ident, None)
+        if type(msg) is Response and result_type is not None and type(msg.result) is _Raw:
+            try:
+                return (_decoders.get(result_type) or _decoder_for(result_type)).decode(msg.result)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                pass  # malformed: _answer raises the error that says so
         return _answer(msg, method, result_type)
 
     def expect(self, reply: Any, *, progress: bool = False) -> int:

@@ -8,13 +8,15 @@ import logging
 import os
 import signal
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal, NoReturn
 
 import attrs
+import msgspec
 import trio
 
 from .._util import DEFAULT_WARNING_INTERVAL
+from ..protocol import Frame, Response, decode, decode_utf8
 from . import _process
 from ._base import TransportError
 from ._stdio_stream import (
@@ -114,6 +116,17 @@ class StdioServerParameters:
         return self.name or os.path.basename(self.command) or self.command
 
 
+class _ResponseLine(msgspec.Struct, forbid_unknown_fields=True):
+    """A plain success answer, exactly: what most of a server's lines are."""
+
+    jsonrpc: Literal["2.0"]
+    id: int | str
+    result: msgspec.Raw
+
+
+_response_line: Final = msgspec.json.Decoder(_ResponseLine).decode
+
+
 class _ProcessStream(StdioStream):
     """The client's stream over a server process's stdout/stdin."""
 
@@ -131,6 +144,22 @@ class _ProcessStream(StdioStream):
             warning_interval=p.warning_interval,
         )
         self._transport = transport
+        self._interrupted = False
+
+    def _decode(self, line: bytes, decoder: Callable[[bytes], Frame] = decode) -> Frame:
+        # A line of an ASCII read that is a plain success answer: one decode
+        # straight to the Response the generic classifier would make; any
+        # other line (or a non-ASCII read, checked as UTF-8 there) goes the
+        # generic way.
+        if decoder is decode_utf8:
+            try:
+                answer = _response_line(line)
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+                pass
+            else:
+                self._frames_in += 1
+                return Response(id=answer.id, result=answer.result)
+        return super()._decode(line, decoder)
 
     async def _end_of_input(self, *, stalled: bool) -> NoReturn:
         if self._closed:
@@ -147,12 +176,34 @@ class _ProcessStream(StdioStream):
         self._read_deadline = deadline
         if self._read_scope is not None:
             self._read_scope.deadline = deadline
+        else:
+            self._interrupt_read()  # it waits again, in a scope with this deadline
 
     def _abort(self, reason: str) -> None:
         if self._failure is None:
             self._failure = reason
         if self._read_scope is not None:
             self._read_scope.cancel()
+        else:
+            self._interrupt_read()
+
+    def _interrupt_read(self) -> None:
+        """Wake a wait for input made outside a cancel scope (no scope per
+        read while the server runs: see ``StdioStream._fill``); it looks at
+        ``_failure`` and ``_read_deadline`` again."""
+        if self._waiting and self._rfd >= 0:
+            self._interrupted = True
+            trio.lowlevel.notify_closing(self._rfd)
+
+    async def _wait_readable(self) -> None:
+        try:
+            await super()._wait_readable()
+        except TransportError:
+            if not self._interrupted or self._failure is not None:
+                raise
+            # Woken for a deadline: _fill reads, then waits again in its scope.
+        finally:
+            self._interrupted = False
 
     def _write_closed_reason(self, exc: OSError | None = None) -> str:
         if self._closed:
@@ -167,6 +218,8 @@ class _ProcessStream(StdioStream):
             self._closed = True
             if self._read_scope is not None:
                 self._read_scope.cancel()
+            else:
+                self._interrupt_read()
             self._close_write()
             self._transport._stop("closed")
         try:

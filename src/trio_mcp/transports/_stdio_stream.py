@@ -113,6 +113,7 @@ class StdioStream:
         self._eof = False
         self._drained = False  # the last read did not fill a chunk: wait before the next
         self._read_scope: trio.CancelScope | None = None
+        self._waiting = False  # waiting for input outside _read_scope
         self._read_deadline = math.inf
         self._failure: str | None = None  # receive raises TransportError(_failure)
         # writing
@@ -301,6 +302,15 @@ class StdioStream:
             if not self._stoppable_reads:
                 # Closing the fd (notify_closing) is what ends this wait.
                 await self._wait_readable()
+                continue
+            if self._read_deadline == math.inf:
+                # No scope while there is no deadline: notify_closing ends
+                # this wait too (see _ProcessStream._interrupt_read).
+                self._waiting = True
+                try:
+                    await self._wait_readable()
+                finally:
+                    self._waiting = False
                 continue
             with trio.CancelScope(deadline=self._read_deadline) as scope:
                 self._read_scope = scope
