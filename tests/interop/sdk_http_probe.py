@@ -4,7 +4,7 @@ Runs under the SDK's own interpreter (``.cache/sdk-venv/bin/python``)::
 
     sdk_http_probe.py URL MODE      # MODE: legacy | auto
 
-Prints one JSON object: the negotiated protocol version, the connect time, the
+Prints one JSON object: the negotiated protocol version, the
 tool names, an echo, a sampled answer (the server asks the client's LLM) and a
 progress-reporting call.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import warnings
 from typing import Any
 
@@ -36,10 +35,8 @@ async def main(url: str, mode: str) -> dict[str, Any]:
         progress.append(value)
 
     report: dict[str, Any] = {}
-    start = time.perf_counter()
     with anyio.fail_after(30):
         async with Client(url, mode=mode, sampling_callback=sampling, read_timeout_seconds=10) as client:
-            report["connect_s"] = time.perf_counter() - start
             report["protocol_version"] = client.protocol_version
             tools = await client.list_tools()
             report["tools"] = sorted(t.name for t in tools.tools)
