@@ -32,10 +32,6 @@ EXAMPLES = HERE.parents[1] / "examples"
 DRIVER_TIMEOUT = 90
 MODES = ("legacy", "auto")
 EXPECTED_VERSION = {"legacy": "2025-11-25", "auto": "2026-07-28"}
-#: The handshake, timed from a server process that is up and waiting for
-#: input: a few milliseconds. A server stalling the SDK's discover probe
-#: costs it 10 s.
-CONNECT_BUDGET = 0.5
 PNG_MAGIC_HEX = "89504e470d0a1a0a"
 
 
@@ -92,17 +88,14 @@ def test_sdk_version(report: dict[str, Any]) -> None:
 @pytest.mark.parametrize("server", ["everything", "conformance", "roots"])
 @pytest.mark.parametrize("mode", MODES)
 def test_connect(report: dict[str, Any], server: str, mode: str) -> None:
-    """legacy: initialize at 2025-11-25; auto: server/discover answered, 2026-07-28 adopted, without delay."""
+    """legacy: initialize at 2025-11-25; auto: server/discover answered, so 2026-07-28 adopted (a probe
+    the SDK gave up on would have settled on the handshake era)."""
     connect = _run(report, server, mode)["connect"]
     assert connect["protocol_version"] == EXPECTED_VERSION[mode]
     assert connect["server_info"]["name"] == f"trio-mcp-{server}"
     assert connect["instructions"]
     capabilities = connect["capabilities"]
     assert {"tools", "resources", "logging", "completions"} <= set(capabilities)
-    assert connect["seconds"] < CONNECT_BUDGET, (
-        f"{server}/{mode}: the handshake took {connect['seconds']} s (server start-up excluded: "
-        f"{connect['startup_seconds']} s)"
-    )
 
 
 @pytest.mark.parametrize("mode", MODES)
