@@ -5,6 +5,7 @@ a stream's events to one HTTP response."""
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -28,7 +29,7 @@ from ._watch import Guard
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
 
-__all__ = ["handle_delete", "handle_get", "pump", "session_headers"]
+__all__ = ["answer_status", "handle_delete", "handle_get", "pump", "session_headers"]
 
 log = logging.getLogger("trio_mcp.http.server")
 
@@ -182,6 +183,14 @@ async def pump(
                 app.forget_later(session, target)
 
 
+def answer_status(session: HttpSessionStream, answer: Any) -> int:
+    """The HTTP status of a POST's one JSON answer: 200, but in a stateless
+    session a protocol error has an HTTP status too."""
+    if session.id is None and type(answer) is ErrorResponse:
+        return ERROR_STATUS.get(answer.error.code, 200)
+    return 200
+
+
 #: No item received yet (see pump).
 _NOTHING: Final[Any] = object()
 
@@ -189,7 +198,18 @@ _NOTHING: Final[Any] = object()
 class _Writer:
     """One HTTP response of a stream: JSON (one write) or SSE."""
 
-    __slots__ = ("app", "finished", "guard", "prefix", "send", "session", "settings", "shielded", "started")
+    __slots__ = (
+        "app",
+        "finished",
+        "guard",
+        "head",
+        "prefix",
+        "send",
+        "session",
+        "settings",
+        "shielded",
+        "started",
+    )
 
     def __init__(
         self, app: StreamableHttpApp, session: HttpSessionStream, send: Send, *, shielded: bool
@@ -206,6 +226,8 @@ class _Writer:
         self.finished = False
         #: What goes out in front of the next body write (the SSE ``retry`` hint).
         self.prefix = b""
+        #: The start of the response, held for the first body write (see _body).
+        self.head: dict[str, Any] | None = None
 
     async def run(
         self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any = _NOTHING
@@ -231,12 +253,17 @@ class _Writer:
                 if item is None:
                     break
             elif self.started:
-                item = None
-                with trio.move_on_after(self.settings.ping_interval):
-                    try:
-                        item = await recv.receive()
-                    except trio.EndOfChannel:
-                        break
+                try:
+                    item = recv.receive_nowait()  # one there already: no wait to bound
+                except trio.EndOfChannel:
+                    break
+                except trio.WouldBlock:
+                    item = None
+                    with trio.move_on_after(self.settings.ping_interval):
+                        try:
+                            item = await recv.receive()
+                        except trio.EndOfChannel:
+                            break
                 if item is None:
                     await self.write(PING)
                     continue
@@ -276,10 +303,7 @@ class _Writer:
     def json_body(self, messages: list[Any], batched: bool) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
         """The status, body and headers of a JSON answer."""
         body = encode(messages if batched else messages[0])
-        status = 200
-        if self.session.id is None and not batched and type(messages[0]) is ErrorResponse:
-            # Stateless era: a protocol error has an HTTP status too.
-            status = ERROR_STATUS.get(messages[0].error.code, 200)
+        status = 200 if batched else answer_status(self.session, messages[0])
         return status, body, session_headers(self.session)
 
     async def json_answer(self, messages: list[Any], batched: bool) -> None:
@@ -298,8 +322,29 @@ class _Writer:
     async def write(self, data: bytes) -> None:
         if self.prefix:
             data, self.prefix = self.prefix + data, b""
-        with trio.fail_after(self.settings.write_timeout):
-            await self.send({"type": "http.response.body", "body": data, "more_body": True})
+        await self._body(data, True)
+
+    async def _body(self, data: bytes, more: bool) -> None:
+        """A body write bounded by ``write_timeout``: in a POST's guard, by
+        the guard's deadline (no cancel scope per write; the start of the
+        response, held until now, goes out under the same bound)."""
+        message = {"type": "http.response.body", "body": data, "more_body": more}
+        guard = self.guard
+        if guard is None:
+            with trio.fail_after(self.settings.write_timeout):
+                await self.send(message)
+            return
+        scope = guard.scope
+        scope.deadline = guard.now() + self.settings.write_timeout
+        head, self.head = self.head, None
+        if head is not None:
+            await self.send(head)
+        await self.send(message)
+        scope.deadline = math.inf
+
+    async def _hold_start(self, message: dict[str, Any]) -> None:
+        """The start of an SSE response in a POST's guard: held for the first body write."""
+        self.head = message
 
     async def last_write(self, status: int | None, data: bytes) -> None:
         if self.guard is not None:
@@ -316,19 +361,22 @@ class _Writer:
         self.finished = True
 
     async def _last_write(self, status: int | None, data: bytes) -> None:
+        if status is None:
+            if self.prefix:
+                data, self.prefix = self.prefix + data, b""
+            await self._body(data, False)
+            return
         with trio.fail_after(self.settings.write_timeout):
-            if status is None:
-                if self.prefix:
-                    data, self.prefix = self.prefix + data, b""
-                await self.send({"type": "http.response.body", "body": data, "more_body": False})
-            else:
-                await respond(self.send, status, data, session_headers(self.session))
+            await respond(self.send, status, data, session_headers(self.session))
 
     async def start_sse(self) -> None:
         self.started = True
         self.app._sse_connections += 1
         settings = self.settings
-        with trio.fail_after(settings.write_timeout):
-            await start_event_stream(self.send, session_headers(self.session))
+        if self.guard is not None:  # sent with the first body write (see _body)
+            await start_event_stream(self._hold_start, session_headers(self.session))
+        else:
+            with trio.fail_after(settings.write_timeout):
+                await start_event_stream(self.send, session_headers(self.session))
         if self.session.primes:  # sent with the first event (or ping)
             self.prefix = format_retry(int(settings.retry_interval * 1000))

@@ -31,7 +31,7 @@ from ...transports._asgi import (
     respond,
 )
 from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
-from ._get import pump, session_headers
+from ._get import answer_status, pump, session_headers
 from ._session import HttpSessionStream
 from ._stateless import rejection, request_parts
 from ._streams import Conn
@@ -50,7 +50,7 @@ async def handle_post(
     settings = app.settings
     # The POST's one cancel scope: a slow body's deadline, the answer's
     # write's, and its client going away (see _watch).
-    guard = app.watch.guard(receive)
+    guard = Guard(app.watch, receive)
     try:
         try:
             body, whole = body_nowait(receive, headers, settings.max_body_size)
@@ -67,6 +67,13 @@ async def handle_post(
             await _post_body(app, guard, body, scope, receive, send, headers, json_ok, sse_ok)
     finally:
         guard.end()
+    if not guard.scope.cancelled_caught:
+        return
+    if guard.cancelled_by_peer:
+        # The client cancelled the request served in this POST's task: it is
+        # never answered; the POST gets 202 (see _post_session).
+        await respond(send, 202, b"", guard.serving or ())
+        return
     if guard.body_timed_out:
         # A stalled body: the server then closes the connection, whose body is unread.
         raise HttpError(
@@ -173,6 +180,24 @@ async def _post_body(
             app.end_session(session, "stateless request done")
 
 
+async def _answer_json(
+    app: StreamableHttpApp,
+    session: HttpSessionStream,
+    guard: Guard,
+    answer: Any,
+    headers: list[tuple[bytes, bytes]],
+    send: Send,
+) -> None:
+    """Write the JSON answer of a request served in its POST's task: what
+    :func:`~._get.pump` does for an answer already there, without it."""
+    guard.writing(app.settings.write_timeout)
+    app.response_started()
+    try:
+        await respond(send, answer_status(session, answer), encode(answer), headers)
+    finally:
+        app.response_ended()
+
+
 @functools.lru_cache(maxsize=64)
 def _formats(content_type: str, accept: str | None) -> tuple[bool, bool]:
     """Whether the answer may be JSON, and SSE, from the request's
@@ -216,8 +241,14 @@ async def _post_session(
             raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
         await respond(send, 202, b"", session_headers(session))
         return
-    ids = [r.id for r in requests]
-    if (len(ids) > 1 and len(set(ids)) != len(ids)) or any(i in session.awaiting for i in ids):
+    awaiting = session.awaiting
+    if len(requests) == 1:
+        ids = [requests[0].id]
+        duplicate = ids[0] in awaiting
+    else:
+        ids = [r.id for r in requests]
+        duplicate = len(set(ids)) != len(ids) or any(i in awaiting for i in ids)
+    if duplicate:
         raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
     mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
     conn = Conn(app.settings.sse_buffer, sse_ok)
@@ -228,9 +259,23 @@ async def _post_session(
         if mode == "sse":
             await stream.open_sse()
         # A request answered as JSON is served right here when nothing waits
-        # ahead of it (no hop to a worker: its answer is on the stream after).
+        # ahead of it (no hop to a worker: its answer is on the stream after),
+        # in the POST's one scope: the client going away (watched from the
+        # delay on) or cancelling the request ends it.
         here = mode == "json" and not batch and not is_init
-        status = 0 if here and await session.serve_here(frame) else await session.enqueue(frame)
+        status = 0
+        if here:
+            guard.watch_after_delay()
+            guard.serving = answer_headers = session_headers(session)
+            served = await session.serve_here(frame, guard.scope)
+            guard.serving = None
+            if served:
+                answers = conn.take_json()
+                if answers is not None:  # the usual case: one write, no pump
+                    await _answer_json(app, session, guard, answers[0], answer_headers, send)
+                    return
+        if not here or not served:
+            status = await session.enqueue(frame)
     except BaseException:
         session.abandon(stream)
         raise

@@ -109,6 +109,17 @@ class Conn:
         send.close()
         return True
 
+    def take_json(self) -> list[Any] | None:
+        """The JSON answer the producer ended this connection with, if that is
+        all it ever carried (taken: the consumer writes it itself); None
+        otherwise (see :meth:`next`)."""
+        last = self._last
+        if last is None or last[0] != "j" or self._recv is not None:
+            return None
+        self._last = None
+        answers: list[Any] = last[1]
+        return answers
+
     def close(self) -> None:
         """The end (the items queued still go out)."""
         self._closed = True
@@ -183,8 +194,8 @@ class OutStream:
         lock = self._lock
         if answers is not None and self.mode != "sse" and (lock is None or not lock.locked()):
             # An answer on a JSON stream: nothing to await, so no lock to take
-            # (the lock orders the awaits of the SSE path).
-            await trio.lowlevel.checkpoint_if_cancelled()
+            # (the lock orders the awaits of the SSE path), and no schedule
+            # point (its sender, a worker or the POST's own task, has its own).
             if self.done:
                 return False
             self._add_json_answer(message, answers)
