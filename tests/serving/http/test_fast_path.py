@@ -108,6 +108,42 @@ async def test_a_call_served_in_its_post_is_cancelled_when_its_client_goes_away(
         assert echo.json()["result"]["content"][0]["text"] == "y"
 
 
+async def test_a_long_sse_answer_in_a_session_gets_keep_alive_comments_and_resumes() -> None:
+    """A session POST answered as an SSE stream: while its handler runs, the
+    POST's watcher has its writer send a keep-alive comment every
+    ping_interval. The client leaving does not end the stream (the handler
+    goes on): its answer is there when the client resumes it."""
+    app, state = _gated_app()
+    options = {"json_response": False, "ping_interval": 0.1, "disconnect_watch_delay": 0.1}
+    async with serving(app, **options) as (_, url), http() as client:
+        session = await initialize(client, url)
+        call = session.request("tools/call", {"name": "wait", "arguments": {}})
+        with trio.fail_after(TIMEOUT):
+            async with client.stream(
+                "POST", url, content=json.dumps(call), headers=session.headers()
+            ) as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                seen = b""
+                async for chunk in stream.aiter_bytes():
+                    seen += chunk
+                    if seen.count(b": ping") >= 2:
+                        break
+            assert state["entered"] == 1
+            assert b"retry:" in seen  # the priming event came first, with its hint
+            primed = next(line for line in seen.decode().splitlines() if line.startswith("id:"))
+            state["gate"].set()
+            resumed = await client.get(
+                url,
+                headers=session.headers(accept="text/event-stream", **{"last-event-id": primed[3:].strip()}),
+            )
+        assert resumed.status_code == 200
+        data = [line[5:] for line in resumed.text.splitlines() if line.startswith("data:")]
+        answer = json.loads(data[-1])
+        assert answer["id"] == call["id"]
+        assert answer["result"]["content"][0]["text"] == "through"
+        assert state["cancelled"] == 0
+
+
 async def test_calls_served_in_their_posts_are_bounded_like_any_other() -> None:
     """With room for 2 handlers and 1 queued request, a third and fourth call
     while two wait at the gate: the third waits its turn, the fourth is refused

@@ -200,6 +200,7 @@ class _Writer:
 
     __slots__ = (
         "app",
+        "conn",
         "finished",
         "guard",
         "head",
@@ -226,6 +227,8 @@ class _Writer:
         self.finished = False
         #: What goes out in front of the next body write (the SSE ``retry`` hint).
         self.prefix = b""
+        #: The connection it writes (see ping_soon).
+        self.conn: Conn | None = None
         #: The start of the response, held for the first body write (see _body).
         self.head: dict[str, Any] | None = None
 
@@ -241,6 +244,7 @@ class _Writer:
     async def _run(
         self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any
     ) -> None:
+        self.conn = conn
         if sse_now:
             await self.start_sse()
         if initial:
@@ -259,12 +263,19 @@ class _Writer:
                     break
                 except trio.WouldBlock:
                     item = None
-                    with trio.move_on_after(self.settings.ping_interval):
+                    if self.guard is not None:
+                        # A POST's keep-alives come from its watcher (see ping_soon).
                         try:
                             item = await recv.receive()
                         except trio.EndOfChannel:
                             break
-                if item is None:
+                    else:
+                        with trio.move_on_after(self.settings.ping_interval):
+                            try:
+                                item = await recv.receive()
+                            except trio.EndOfChannel:
+                                break
+                if item is None or item[0] == "p":
                     await self.write(PING)
                     continue
             else:
@@ -293,7 +304,8 @@ class _Writer:
                 except trio.EndOfChannel:
                     await self.last_write(None, data)
                     return
-                data += format_event(more[1], more[2])
+                if more[0] == "e":  # (a keep-alive asked for meanwhile: this write is one)
+                    data += format_event(more[1], more[2])
             await self.write(data)
         if self.started:
             await self.last_write(None, b"")
@@ -342,6 +354,17 @@ class _Writer:
         await self.send(message)
         scope.deadline = math.inf
 
+    async def ping_soon(self) -> None:
+        """From a POST's watcher: have the writer (the response's one writer)
+        write a keep-alive comment, unless its queue is full (it is writing)."""
+        conn = self.conn
+        if conn is not None:
+            try:
+                conn.send.send_nowait(("p",))
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        await trio.lowlevel.checkpoint()
+
     async def _hold_start(self, message: dict[str, Any]) -> None:
         """The start of an SSE response in a POST's guard: held for the first body write."""
         self.head = message
@@ -373,7 +396,9 @@ class _Writer:
         self.started = True
         self.app._sse_connections += 1
         settings = self.settings
-        if self.guard is not None:  # sent with the first body write (see _body)
+        guard = self.guard
+        if guard is not None:  # sent with the first body write (see _body)
+            guard.keep_alive(self.ping_soon, settings.ping_interval)
             await start_event_stream(self._hold_start, session_headers(self.session))
         else:
             with trio.fail_after(settings.write_timeout):

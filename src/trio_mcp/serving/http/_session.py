@@ -249,7 +249,7 @@ class HttpSessionStream:
     async def send(self, message: Any) -> None:
         if self.closed:
             raise TransportClosed("HTTP session ended")
-        self.touch()
+        self.last_active = self.app.watch.now()  # (touch)
         kind = type(message)
         if kind is Response or kind is ErrorResponse:
             ident = message.id
@@ -259,7 +259,8 @@ class HttpSessionStream:
             if stream is None:
                 self.dropped()
                 return
-            await stream.deliver(message, answers=ident)
+            if not stream.answer_nowait(message, ident):
+                await stream.deliver(message, answers=ident)
             if kind is ErrorResponse and ident == self.init_id and self.id is not None:
                 self.app.end_session(self, "initialize failed")
             return
