@@ -125,7 +125,10 @@ async def _post_body(
         if refusal is not None:
             await respond(send, 400, encode(refusal))
             return None
-    requests = [m for m in items if type(m) is Request]
+    if batch:
+        requests = [m for m in items if type(m) is Request]
+    else:
+        requests = [frame] if type(frame) is Request else []
     auth = app.auth
     if auth is not None and app._shared is not None:
         auth.check_scopes(app._shared, headers, requests)
@@ -135,7 +138,10 @@ async def _post_body(
         return None
     # An initialize that says it is of the stateless era is a removed method there (404).
     modern_header = headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS
-    is_init = any(m.method == "initialize" for m in requests) and not modern_header
+    if batch:
+        is_init = any(m.method == "initialize" for m in requests) and not modern_header
+    else:
+        is_init = bool(requests) and requests[0].method == "initialize" and not modern_header
     ephemeral = False
     if is_init:
         if batch:
