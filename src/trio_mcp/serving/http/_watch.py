@@ -196,7 +196,8 @@ class DisconnectWatch:
                     if guard.over:
                         continue
                     if not guard.done:
-                        nursery.start_soon(_watch_one, guard)
+                        if guard.watcher is None:  # (one watcher per guard, however often it was queued)
+                            nursery.start_soon(_watch_one, guard)
                     elif guard.write_deadline < math.inf:
                         guard.scope.deadline = guard.write_deadline  # a write still going on
 
