@@ -352,7 +352,8 @@ class _Writer:
         if head is not None:
             await self.send(head)
         await self.send(message)
-        scope.deadline = math.inf
+        if more:  # (after the last write nothing waits in the POST's scope)
+            scope.deadline = math.inf
 
     async def ping_soon(self) -> None:
         """From a POST's watcher: have the writer (the response's one writer)
