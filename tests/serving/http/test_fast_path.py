@@ -123,14 +123,14 @@ async def test_a_long_sse_answer_in_a_session_gets_keep_alive_comments_and_resum
                 "POST", url, content=json.dumps(call), headers=session.headers()
             ) as stream:
                 assert stream.headers["content-type"].startswith("text/event-stream")
-                seen = b""
-                async for chunk in stream.aiter_bytes():
-                    seen += chunk
-                    if seen.count(b": ping") >= 2:
+                lines: list[str] = []
+                async for line in stream.aiter_lines():  # until the second keep-alive comment
+                    lines.append(line)
+                    if lines.count(": ping") == 2:
                         break
             assert state["entered"] == 1
-            assert b"retry:" in seen  # the priming event came first, with its hint
-            primed = next(line for line in seen.decode().splitlines() if line.startswith("id:"))
+            assert lines[0].startswith("retry:")  # the priming event came first, with its hint
+            primed = next(line for line in lines if line.startswith("id:"))
             state["gate"].set()
             resumed = await client.get(
                 url,
