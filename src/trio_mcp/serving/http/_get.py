@@ -203,7 +203,6 @@ class _Writer:
         "conn",
         "finished",
         "guard",
-        "head",
         "prefix",
         "send",
         "session",
@@ -229,8 +228,6 @@ class _Writer:
         self.prefix = b""
         #: The connection it writes (see ping_soon).
         self.conn: Conn | None = None
-        #: The start of the response, held for the first body write (see _body).
-        self.head: dict[str, Any] | None = None
 
     async def run(
         self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any = _NOTHING
@@ -256,6 +253,14 @@ class _Writer:
                 item, first = first, _NOTHING
                 if item is None:
                     break
+            elif self.started and self.guard is not None:
+                # A POST's keep-alives come from its watcher (see ping_soon): no
+                # wait to bound. (The receive's schedule point lets a handler
+                # about to answer do so: its answer then joins this write.)
+                try:
+                    item = await recv.receive()
+                except trio.EndOfChannel:
+                    break
             elif self.started:
                 try:
                     item = recv.receive_nowait()  # one there already: no wait to bound
@@ -263,26 +268,19 @@ class _Writer:
                     break
                 except trio.WouldBlock:
                     item = None
-                    if self.guard is not None:
-                        # A POST's keep-alives come from its watcher (see ping_soon).
+                    with trio.move_on_after(self.settings.ping_interval):
                         try:
                             item = await recv.receive()
                         except trio.EndOfChannel:
                             break
-                    else:
-                        with trio.move_on_after(self.settings.ping_interval):
-                            try:
-                                item = await recv.receive()
-                            except trio.EndOfChannel:
-                                break
-                if item is None or item[0] == "p":
-                    await self.write(PING)
-                    continue
             else:
                 try:
                     item = await recv.receive()
                 except trio.EndOfChannel:
                     break
+            if item is None or item[0] == "p":  # nothing for ping_interval, or the watcher asks
+                await self.write(PING)
+                continue
             if item[0] == "j":
                 await self.json_answer(item[1], stream is not None and stream.batch)
                 return
@@ -337,10 +335,11 @@ class _Writer:
         await self._body(data, True)
 
     async def _body(self, data: bytes, more: bool) -> None:
-        """A body write bounded by ``write_timeout``: in a POST's guard, by
-        the guard's deadline (no cancel scope per write; the start of the
-        response, held until now, goes out under the same bound)."""
-        message = {"type": "http.response.body", "body": data, "more_body": more}
+        await self._bounded({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _bounded(self, message: dict[str, Any]) -> None:
+        """One send bounded by ``write_timeout``: in a POST's guard, by the
+        guard's deadline (no cancel scope per write)."""
         guard = self.guard
         if guard is None:
             with trio.fail_after(self.settings.write_timeout):
@@ -348,11 +347,8 @@ class _Writer:
             return
         scope = guard.scope
         scope.deadline = guard.now() + self.settings.write_timeout
-        head, self.head = self.head, None
-        if head is not None:
-            await self.send(head)
         await self.send(message)
-        if more:  # (after the last write nothing waits in the POST's scope)
+        if message.get("more_body", True):  # (after the last write nothing waits in the POST's scope)
             scope.deadline = math.inf
 
     async def ping_soon(self) -> None:
@@ -365,10 +361,6 @@ class _Writer:
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
         await trio.lowlevel.checkpoint()
-
-    async def _hold_start(self, message: dict[str, Any]) -> None:
-        """The start of an SSE response in a POST's guard: held for the first body write."""
-        self.head = message
 
     async def last_write(self, status: int | None, data: bytes) -> None:
         if self.guard is not None:
@@ -398,11 +390,8 @@ class _Writer:
         self.app._sse_connections += 1
         settings = self.settings
         guard = self.guard
-        if guard is not None:  # sent with the first body write (see _body)
+        if guard is not None:
             guard.keep_alive(self.ping_soon, settings.ping_interval)
-            await start_event_stream(self._hold_start, session_headers(self.session))
-        else:
-            with trio.fail_after(settings.write_timeout):
-                await start_event_stream(self.send, session_headers(self.session))
+        await start_event_stream(self._bounded, session_headers(self.session))
         if self.session.primes:  # sent with the first event (or ping)
             self.prefix = format_retry(int(settings.retry_interval * 1000))
