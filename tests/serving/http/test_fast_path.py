@@ -29,6 +29,7 @@ def _gated_app(limits: PeerLimits | None = None) -> tuple[MCPServer, dict[str, A
     @app.tool
     async def wait() -> str:
         state["entered"] += 1
+        state["task"] = trio.lowlevel.current_task().name
         try:
             await state["gate"].wait()
         except trio.Cancelled:
@@ -80,6 +81,67 @@ async def test_a_json_answered_call_served_in_its_post_is_cancelled_by_the_clien
         echo = await session.post(session.request("tools/call", {"name": "echo", "arguments": {"text": "x"}}))
         assert echo.status_code == 200
         assert echo.json()["result"]["content"][0]["text"] == "x"
+
+
+async def test_a_call_served_in_its_post_is_cancelled_when_its_client_goes_away() -> None:
+    """The POST's one scope is watched (from ``disconnect_watch_delay`` on)
+    while its handler runs in the POST's own task: a client that drops its
+    connection cancels the handler, and the session goes on."""
+    app, state = _gated_app()
+    async with serving(app, json_response=True, disconnect_watch_delay=0.05) as (_, url), http() as client:
+        session = await initialize(client, url)
+        call = session.request("tools/call", {"name": "wait", "arguments": {}})
+
+        async def post_call() -> None:
+            await session.post(call)
+
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(post_call)
+                await _until(lambda: state["entered"] == 1)
+                nursery.cancel_scope.cancel()  # the client goes away: its connection closes
+            await _until(lambda: state["cancelled"] == 1)
+        assert "_worker" not in state["task"]  # served in its POST's task, not by a peer worker
+        assert not state["gate"].is_set()
+        echo = await session.post(session.request("tools/call", {"name": "echo", "arguments": {"text": "y"}}))
+        assert echo.status_code == 200
+        assert echo.json()["result"]["content"][0]["text"] == "y"
+
+
+async def test_a_long_sse_answer_in_a_session_gets_keep_alive_comments_and_resumes() -> None:
+    """A session POST answered as an SSE stream: while its handler runs, the
+    POST's watcher has its writer send a keep-alive comment every
+    ping_interval. The client leaving does not end the stream (the handler
+    goes on): its answer is there when the client resumes it."""
+    app, state = _gated_app()
+    options = {"json_response": False, "ping_interval": 0.1, "disconnect_watch_delay": 0.1}
+    async with serving(app, **options) as (_, url), http() as client:
+        session = await initialize(client, url)
+        call = session.request("tools/call", {"name": "wait", "arguments": {}})
+        with trio.fail_after(TIMEOUT):
+            async with client.stream(
+                "POST", url, content=json.dumps(call), headers=session.headers()
+            ) as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                lines: list[str] = []
+                async for line in stream.aiter_lines():  # until the second keep-alive comment
+                    lines.append(line)
+                    if lines.count(": ping") == 2:
+                        break
+            assert state["entered"] == 1
+            assert lines[0].startswith("retry:")  # the priming event came first, with its hint
+            primed = next(line for line in lines if line.startswith("id:"))
+            state["gate"].set()
+            resumed = await client.get(
+                url,
+                headers=session.headers(accept="text/event-stream", **{"last-event-id": primed[3:].strip()}),
+            )
+        assert resumed.status_code == 200
+        data = [line[5:] for line in resumed.text.splitlines() if line.startswith("data:")]
+        answer = json.loads(data[-1])
+        assert answer["id"] == call["id"]
+        assert answer["result"]["content"][0]["text"] == "through"
+        assert state["cancelled"] == 0
 
 
 async def test_calls_served_in_their_posts_are_bounded_like_any_other() -> None:

@@ -25,7 +25,10 @@ initializes again). ``MCP-Protocol-Version`` is checked on every later
 request (``400`` for a version this server does not speak; absent means
 the negotiated one). A request answered as JSON is served in its POST's own
 ASGI task when nothing is queued ahead of it in its session (no hop to a
-worker task; :meth:`HttpSessionStream.serve_here`). Stateless requests of the 2026-07-28 era (version in
+worker task; :meth:`HttpSessionStream.serve_here`), inside the POST's one
+cancel scope: its client going away (watched from ``disconnect_watch_delay``
+on) or cancelling it ends it, and its answer is written straight from the
+POST. Stateless requests of the 2026-07-28 era (version in
 the header or in ``_meta``, no session id) are served in the POST's own
 ASGI task by the app's one stateless server session (no session actor per
 request; :meth:`~trio_mcp.actors.Peer.serve_inline`): the handler's

@@ -5,6 +5,7 @@ a stream's events to one HTTP response."""
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -28,7 +29,7 @@ from ._watch import Guard
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
 
-__all__ = ["handle_delete", "handle_get", "pump", "session_headers"]
+__all__ = ["answer_status", "handle_delete", "handle_get", "pump", "session_headers"]
 
 log = logging.getLogger("trio_mcp.http.server")
 
@@ -182,6 +183,14 @@ async def pump(
                 app.forget_later(session, target)
 
 
+def answer_status(session: HttpSessionStream, answer: Any) -> int:
+    """The HTTP status of a POST's one JSON answer: 200, but in a stateless
+    session a protocol error has an HTTP status too."""
+    if session.id is None and type(answer) is ErrorResponse:
+        return ERROR_STATUS.get(answer.error.code, 200)
+    return 200
+
+
 #: No item received yet (see pump).
 _NOTHING: Final[Any] = object()
 
@@ -189,7 +198,18 @@ _NOTHING: Final[Any] = object()
 class _Writer:
     """One HTTP response of a stream: JSON (one write) or SSE."""
 
-    __slots__ = ("app", "finished", "guard", "prefix", "send", "session", "settings", "shielded", "started")
+    __slots__ = (
+        "app",
+        "conn",
+        "finished",
+        "guard",
+        "prefix",
+        "send",
+        "session",
+        "settings",
+        "shielded",
+        "started",
+    )
 
     def __init__(
         self, app: StreamableHttpApp, session: HttpSessionStream, send: Send, *, shielded: bool
@@ -206,6 +226,8 @@ class _Writer:
         self.finished = False
         #: What goes out in front of the next body write (the SSE ``retry`` hint).
         self.prefix = b""
+        #: The connection it writes (see ping_soon).
+        self.conn: Conn | None = None
 
     async def run(
         self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any = _NOTHING
@@ -219,6 +241,7 @@ class _Writer:
     async def _run(
         self, stream: OutStream | None, conn: Conn, initial: list[Event], sse_now: bool, first: Any
     ) -> None:
+        self.conn = conn
         if sse_now:
             await self.start_sse()
         if initial:
@@ -230,21 +253,34 @@ class _Writer:
                 item, first = first, _NOTHING
                 if item is None:
                     break
+            elif self.started and self.guard is not None:
+                # A POST's keep-alives come from its watcher (see ping_soon): no
+                # wait to bound. (The receive's schedule point lets a handler
+                # about to answer do so: its answer then joins this write.)
+                try:
+                    item = await recv.receive()
+                except trio.EndOfChannel:
+                    break
             elif self.started:
-                item = None
-                with trio.move_on_after(self.settings.ping_interval):
-                    try:
-                        item = await recv.receive()
-                    except trio.EndOfChannel:
-                        break
-                if item is None:
-                    await self.write(PING)
-                    continue
+                try:
+                    item = recv.receive_nowait()  # one there already: no wait to bound
+                except trio.EndOfChannel:
+                    break
+                except trio.WouldBlock:
+                    item = None
+                    with trio.move_on_after(self.settings.ping_interval):
+                        try:
+                            item = await recv.receive()
+                        except trio.EndOfChannel:
+                            break
             else:
                 try:
                     item = await recv.receive()
                 except trio.EndOfChannel:
                     break
+            if item is None or item[0] == "p":  # nothing for ping_interval, or the watcher asks
+                await self.write(PING)
+                continue
             if item[0] == "j":
                 await self.json_answer(item[1], stream is not None and stream.batch)
                 return
@@ -266,7 +302,8 @@ class _Writer:
                 except trio.EndOfChannel:
                     await self.last_write(None, data)
                     return
-                data += format_event(more[1], more[2])
+                if more[0] == "e":  # (a keep-alive asked for meanwhile: this write is one)
+                    data += format_event(more[1], more[2])
             await self.write(data)
         if self.started:
             await self.last_write(None, b"")
@@ -276,10 +313,7 @@ class _Writer:
     def json_body(self, messages: list[Any], batched: bool) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
         """The status, body and headers of a JSON answer."""
         body = encode(messages if batched else messages[0])
-        status = 200
-        if self.session.id is None and not batched and type(messages[0]) is ErrorResponse:
-            # Stateless era: a protocol error has an HTTP status too.
-            status = ERROR_STATUS.get(messages[0].error.code, 200)
+        status = 200 if batched else answer_status(self.session, messages[0])
         return status, body, session_headers(self.session)
 
     async def json_answer(self, messages: list[Any], batched: bool) -> None:
@@ -298,8 +332,35 @@ class _Writer:
     async def write(self, data: bytes) -> None:
         if self.prefix:
             data, self.prefix = self.prefix + data, b""
-        with trio.fail_after(self.settings.write_timeout):
-            await self.send({"type": "http.response.body", "body": data, "more_body": True})
+        await self._body(data, True)
+
+    async def _body(self, data: bytes, more: bool) -> None:
+        await self._bounded({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _bounded(self, message: dict[str, Any]) -> None:
+        """One send bounded by ``write_timeout``: in a POST's guard, by the
+        guard's deadline (no cancel scope per write)."""
+        guard = self.guard
+        if guard is None:
+            with trio.fail_after(self.settings.write_timeout):
+                await self.send(message)
+            return
+        scope = guard.scope
+        scope.deadline = guard.now() + self.settings.write_timeout
+        await self.send(message)
+        if message.get("more_body", True):  # (after the last write nothing waits in the POST's scope)
+            scope.deadline = math.inf
+
+    async def ping_soon(self) -> None:
+        """From a POST's watcher: have the writer (the response's one writer)
+        write a keep-alive comment, unless its queue is full (it is writing)."""
+        conn = self.conn
+        if conn is not None:
+            try:
+                conn.send.send_nowait(("p",))
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        await trio.lowlevel.checkpoint()
 
     async def last_write(self, status: int | None, data: bytes) -> None:
         if self.guard is not None:
@@ -316,19 +377,21 @@ class _Writer:
         self.finished = True
 
     async def _last_write(self, status: int | None, data: bytes) -> None:
+        if status is None:
+            if self.prefix:
+                data, self.prefix = self.prefix + data, b""
+            await self._body(data, False)
+            return
         with trio.fail_after(self.settings.write_timeout):
-            if status is None:
-                if self.prefix:
-                    data, self.prefix = self.prefix + data, b""
-                await self.send({"type": "http.response.body", "body": data, "more_body": False})
-            else:
-                await respond(self.send, status, data, session_headers(self.session))
+            await respond(self.send, status, data, session_headers(self.session))
 
     async def start_sse(self) -> None:
         self.started = True
         self.app._sse_connections += 1
         settings = self.settings
-        with trio.fail_after(settings.write_timeout):
-            await start_event_stream(self.send, session_headers(self.session))
+        guard = self.guard
+        if guard is not None:
+            guard.keep_alive(self.ping_soon, settings.ping_interval)
+        await start_event_stream(self._bounded, session_headers(self.session))
         if self.session.primes:  # sent with the first event (or ping)
             self.prefix = format_retry(int(settings.retry_interval * 1000))

@@ -31,7 +31,7 @@ from ...transports._asgi import (
     respond,
 )
 from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
-from ._get import pump, session_headers
+from ._get import answer_status, pump, session_headers
 from ._session import HttpSessionStream
 from ._stateless import rejection, request_parts
 from ._streams import Conn
@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["batch_limit", "handle_post"]
 
+#: A JSON answer's two ASGI messages (start, body).
+Answer = tuple[dict[str, Any], dict[str, Any]]
+
 
 async def handle_post(
     app: StreamableHttpApp, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
@@ -50,7 +53,7 @@ async def handle_post(
     settings = app.settings
     # The POST's one cancel scope: a slow body's deadline, the answer's
     # write's, and its client going away (see _watch).
-    guard = app.watch.guard(receive)
+    guard = Guard(app.watch, receive)
     try:
         try:
             body, whole = body_nowait(receive, headers, settings.max_body_size)
@@ -64,9 +67,27 @@ async def handle_post(
                 except Disconnected:
                     return
                 guard.body_read()
-            await _post_body(app, guard, body, scope, receive, send, headers, json_ok, sse_ok)
+            answer = await _post_body(app, guard, body, scope, receive, send, headers, json_ok, sse_ok)
+            if answer is not None:
+                # A JSON answer there already (see _post_session), written from
+                # here: under load a write resumes its task many times, each
+                # time through every frame above it.
+                guard.writing(settings.write_timeout)
+                app.response_started()
+                try:
+                    await send(answer[0])
+                    await send(answer[1])
+                finally:
+                    app.response_ended()
     finally:
         guard.end()
+    if not guard.scope.cancelled_caught:
+        return
+    if guard.cancelled_by_peer:
+        # The client cancelled the request served in this POST's task: it is
+        # never answered; the POST gets 202 (see _post_session).
+        await respond(send, 202, b"", guard.serving or ())
+        return
     if guard.body_timed_out:
         # A stalled body: the server then closes the connection, whose body is unread.
         raise HttpError(
@@ -86,33 +107,41 @@ async def _post_body(
     headers: dict[str, str],
     json_ok: bool,
     sse_ok: bool,
-) -> None:
+) -> Answer | None:
+    """Serve a POST's body; the JSON answer for the caller to write, when
+    that is all there is left to do (None: answered already)."""
     frame = decode(body)
     if type(frame) is InvalidMessage:
         await respond(send, 400, encode(error_response(frame.id, frame.error)))
-        return
+        return None
     batch = type(frame) is list
     items: list[Any] = frame if batch else [frame]  # type: ignore[assignment]
     if batch:
         bad = [m for m in items if type(m) is InvalidMessage]
         if bad:
             await respond(send, 400, encode([error_response(m.id, m.error) for m in bad]))
-            return
+            return None
         refusal = oversized_batch(items, batch_limit(app))
         if refusal is not None:
             await respond(send, 400, encode(refusal))
-            return
-    requests = [m for m in items if type(m) is Request]
+            return None
+    if batch:
+        requests = [m for m in items if type(m) is Request]
+    else:
+        requests = [frame] if type(frame) is Request else []
     auth = app.auth
     if auth is not None and app._shared is not None:
         auth.check_scopes(app._shared, headers, requests)
     if app.settings.stateless and not app.stateless.is_stateless(headers, requests):
         # A stateless server: handshake-era requests are answered without sessions.
         await app.stateless.serve_handshake(frame, requests, headers, json_ok, sse_ok, guard, send)
-        return
+        return None
     # An initialize that says it is of the stateless era is a removed method there (404).
     modern_header = headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS
-    is_init = any(m.method == "initialize" for m in requests) and not modern_header
+    if batch:
+        is_init = any(m.method == "initialize" for m in requests) and not modern_header
+    else:
+        is_init = bool(requests) and requests[0].method == "initialize" and not modern_header
     ephemeral = False
     if is_init:
         if batch:
@@ -124,7 +153,7 @@ async def _post_body(
     elif SESSION_HEADER not in headers and app.stateless.is_stateless(headers, requests):
         if not requests:
             await respond(send, 202, b"")
-            return
+            return None
         if batch:
             raise HttpError(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
@@ -135,10 +164,10 @@ async def _post_body(
         if rejected is not None:
             status, error = rejected
             await respond(send, status, encode(error_response(request.id, error)))
-            return
+            return None
         if app._shared is not None and request.method != "subscriptions/listen":
             await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send, parts)
-            return
+            return None
         # subscriptions/listen (a stream of notifications), or an app made
         # per session: a session of its own, for this request only.
         session = await app.start_session(None)
@@ -154,7 +183,7 @@ async def _post_body(
             if problem is not None:
                 app.end_session(session, "Mcp-Param-* headers rejected")
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
-                return
+                return None
     else:
         session = await app.session_for(headers)
         if batch and (session.protocol_version or V2025_03_26) > V2025_03_26:
@@ -164,13 +193,21 @@ async def _post_body(
     try:
         if auth is not None and app._shared is None:
             auth.check_scopes(session.server_session.app, headers, requests)
-        await _post_session(
+        return await _post_session(
             app, session, frame, requests, batch, is_init, json_ok, sse_ok, headers, guard, send
         )
     finally:
         if ephemeral:
             app.listening.discard(session)
             app.end_session(session, "stateless request done")
+
+
+def _json_answer(session: HttpSessionStream, answer: Any, headers: list[tuple[bytes, bytes]]) -> Answer:
+    """The two ASGI messages of a JSON answer (what :func:`respond` sends)."""
+    body = encode(answer)
+    out = [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json"), *headers]
+    start = {"type": "http.response.start", "status": answer_status(session, answer), "headers": out}
+    return start, {"type": "http.response.body", "body": body, "more_body": False}
 
 
 @functools.lru_cache(maxsize=64)
@@ -209,15 +246,21 @@ async def _post_session(
     headers: dict[str, str],
     guard: Guard,
     send: Send,
-) -> None:
+) -> Answer | None:
     if not requests:
         status = await session.enqueue(frame)
         if status:
             raise HttpError(status, "Session not found" if status == 404 else "Session busy, retry later")
         await respond(send, 202, b"", session_headers(session))
-        return
-    ids = [r.id for r in requests]
-    if (len(ids) > 1 and len(set(ids)) != len(ids)) or any(i in session.awaiting for i in ids):
+        return None
+    awaiting = session.awaiting
+    if len(requests) == 1:
+        ids = [requests[0].id]
+        duplicate = ids[0] in awaiting
+    else:
+        ids = [r.id for r in requests]
+        duplicate = len(set(ids)) != len(ids) or any(i in awaiting for i in ids)
+    if duplicate:
         raise HttpError(400, "Invalid Request: duplicate request id", code=-32600)
     mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
     conn = Conn(app.settings.sse_buffer, sse_ok)
@@ -228,9 +271,22 @@ async def _post_session(
         if mode == "sse":
             await stream.open_sse()
         # A request answered as JSON is served right here when nothing waits
-        # ahead of it (no hop to a worker: its answer is on the stream after).
+        # ahead of it (no hop to a worker: its answer is on the stream after),
+        # in the POST's one scope: the client going away (watched from the
+        # delay on) or cancelling the request ends it.
         here = mode == "json" and not batch and not is_init
-        status = 0 if here and await session.serve_here(frame) else await session.enqueue(frame)
+        status = 0
+        if here:
+            guard.watch_after_delay()
+            guard.serving = answer_headers = session_headers(session)
+            served = await session.serve_here(frame, guard.scope)
+            guard.serving = None
+            if served:
+                answers = conn.take_json()
+                if answers is not None:  # the usual case: no pump, the caller writes it
+                    return _json_answer(session, answers[0], answer_headers)
+        if not here or not served:
+            status = await session.enqueue(frame)
     except BaseException:
         session.abandon(stream)
         raise
@@ -257,3 +313,4 @@ async def _post_session(
     if session.id is None and not conn.complete:
         # A stateless request whose client went away: nobody can resume it.
         app.end_session(session, "client went away")
+    return None

@@ -44,6 +44,13 @@ class HttpSessionStream:
         self._tag = secrets.token_hex(6)
         self._counter = 0
         self._in_send, self._in_recv = trio.open_memory_channel[Frame](self.settings.inbound_queue)
+        #: Frames handed to the inbound channel that :meth:`receive` has not
+        #: returned yet, and whether the session's reader waits in it: a POST
+        #: may hand its frame over directly, or serve it in its own task, only
+        #: when nothing is ahead of it (counted here rather than asked of the
+        #: channel, whose statistics are an object per question).
+        self._queued = 0
+        self._reader_waiting = False
         self._direct: Callable[[Any], bool] | None = None
         self.awaiting: dict[int | str, OutStream] = {}
         self.streams: dict[str, OutStream] = {}
@@ -174,17 +181,28 @@ class HttpSessionStream:
         if not self.established and (type(frame) is not Request or frame.method != "initialize"):
             self.established = True
         direct = self._direct
-        if direct is not None and type(frame) in (Request, Response, ErrorResponse):
-            stats = self._in_send.statistics()
-            if stats.current_buffer_used == 0 and stats.tasks_waiting_receive > 0 and direct(frame):
-                return 0
+        if (
+            direct is not None
+            and type(frame) in (Request, Response, ErrorResponse)
+            and self._queued == 0
+            and self._reader_waiting
+            and direct(frame)
+        ):
+            return 0
         queued = False
-        with trio.move_on_after(self.settings.enqueue_timeout):
-            try:
-                await self._in_send.send(frame)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return 404
-            queued = True
+        # Counted before the send: the frame is the reader's from the moment
+        # it is handed over (the send still yields after that).
+        self._queued += 1
+        try:
+            with trio.move_on_after(self.settings.enqueue_timeout):
+                try:
+                    await self._in_send.send(frame)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return 404
+                queued = True
+        finally:
+            if not queued:
+                self._queued -= 1
         if not queued:
             self.app.posts_refused += 1
             return 503
@@ -192,22 +210,21 @@ class HttpSessionStream:
             await self._end_cancelled(frame)
         return 0
 
-    async def serve_here(self, request: Request) -> bool:
+    async def serve_here(self, request: Request, scope: trio.CancelScope) -> bool:
         """Serve ``request`` in the calling task (a POST answered as JSON: its
         related messages go to the GET stream, never to its own) when nothing
         is queued ahead of it and its peer has room, as a worker would (see
         :meth:`~trio_mcp.actors.Peer.serve_here`); its answer is then on its
-        stream. False when it must be enqueued instead."""
-        if self._direct is None or self.closed:
-            return False
-        stats = self._in_send.statistics()
-        if stats.current_buffer_used or not stats.tasks_waiting_receive:
+        stream. False when it must be enqueued instead.
+
+        ``scope`` is the POST's own (see :class:`~._watch.Guard`), which the
+        peer cancels when the client cancels the request
+        (``notifications/cancelled``): the Cancelled then ends the POST's
+        scope, and the POST answers ``202`` after it (see ``handle_post``)."""
+        if self._direct is None or self.closed or self._queued or not self._reader_waiting:
             return False  # something is queued ahead of it, or the reader is busy
-        self.touch()
-        self.established = True
-        served = True  # unless the peer says otherwise; cancelled: served, never answered
-        with trio.CancelScope() as scope:  # cancelled by the client's notifications/cancelled
-            served = await self.server_session.peer.serve_here(request, scope)
+        self.established = True  # (touched by its answer: until then it is not idle)
+        served: bool = await self.server_session.peer.serve_here(request, scope)
         return served
 
     async def _end_cancelled(self, frame: Frame) -> None:
@@ -232,7 +249,7 @@ class HttpSessionStream:
     async def send(self, message: Any) -> None:
         if self.closed:
             raise TransportClosed("HTTP session ended")
-        self.touch()
+        self.last_active = self.app.watch.now()  # (touch)
         kind = type(message)
         if kind is Response or kind is ErrorResponse:
             ident = message.id
@@ -242,7 +259,8 @@ class HttpSessionStream:
             if stream is None:
                 self.dropped()
                 return
-            await stream.deliver(message, answers=ident)
+            if not stream.answer_nowait(message, ident):
+                await stream.deliver(message, answers=ident)
             if kind is ErrorResponse and ident == self.init_id and self.id is not None:
                 self.app.end_session(self, "initialize failed")
             return
@@ -290,10 +308,15 @@ class HttpSessionStream:
         self.protocol_version = version if isinstance(version, str) else None
 
     async def receive(self) -> Frame:
+        self._reader_waiting = True
         try:
-            return await self._in_recv.receive()
+            frame = await self._in_recv.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise trio.EndOfChannel from None
+        finally:
+            self._reader_waiting = False
+        self._queued -= 1
+        return frame
 
     async def aclose(self) -> None:
         self.app.end_session(self, "closed by the server session")

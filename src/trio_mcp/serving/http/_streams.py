@@ -37,7 +37,8 @@ class Conn:
 
     Items: ``("e", event_id, data)`` for an SSE event, ``("j", messages)`` for
     the JSON answer of a POST, ``("x",)`` for a POST whose requests were all
-    cancelled (no answer: ``202``, or the end of its SSE stream). The producer
+    cancelled (no answer: ``202``, or the end of its SSE stream); and
+    ``("p",)`` from a POST's watcher, for a keep-alive comment. The producer
     ends it (:meth:`finish` with a last item, or :meth:`close`) when the
     stream is complete; ``complete`` tells the consumer it may forget it.
 
@@ -59,7 +60,11 @@ class Conn:
         self.complete = False
 
     def _open(self) -> None:
-        self._send, self._recv = trio.open_memory_channel[tuple[Any, ...]](self._buffer)
+        # (not subscripted: ``open_memory_channel[...]`` costs a typing lookup per call)
+        send: trio.MemorySendChannel[tuple[Any, ...]]
+        recv: trio.MemoryReceiveChannel[tuple[Any, ...]]
+        send, recv = trio.open_memory_channel(self._buffer)
+        self._send, self._recv = send, recv
         if self._closed:  # ended before anyone asked for the channel
             if self._last is not None:
                 self._send.send_nowait(self._last)
@@ -108,6 +113,17 @@ class Conn:
             return False
         send.close()
         return True
+
+    def take_json(self) -> list[Any] | None:
+        """The JSON answer the producer ended this connection with, if that is
+        all it ever carried (taken: the consumer writes it itself); None
+        otherwise (see :meth:`next`)."""
+        last = self._last
+        if last is None or last[0] != "j" or self._recv is not None:
+            return None
+        self._last = None
+        answers: list[Any] = last[1]
+        return answers
 
     def close(self) -> None:
         """The end (the items queued still go out)."""
@@ -177,17 +193,22 @@ class OutStream:
 
     # ------------------------------------------------------------ producer
 
+    def answer_nowait(self, message: Any, answers: int | str) -> bool:
+        """Take the answer to request ``answers`` if this is a JSON stream
+        (nothing to await, so no lock to take: the lock orders the awaits of
+        the SSE path; and no schedule point: its sender, a worker or the
+        POST's own task, has its own); False: :meth:`deliver` it."""
+        lock = self._lock
+        if self.mode == "sse" or (lock is not None and lock.locked()):
+            return False
+        if not self.done:
+            self._add_json_answer(message, answers)
+        return True
+
     async def deliver(self, message: Any, answers: int | str | None = None) -> bool:
         """Route ``message`` here; False if this stream cannot carry it (a
         related message on a JSON-answered POST: the caller reroutes it)."""
-        lock = self._lock
-        if answers is not None and self.mode != "sse" and (lock is None or not lock.locked()):
-            # An answer on a JSON stream: nothing to await, so no lock to take
-            # (the lock orders the awaits of the SSE path).
-            await trio.lowlevel.checkpoint_if_cancelled()
-            if self.done:
-                return False
-            self._add_json_answer(message, answers)
+        if answers is not None and self.answer_nowait(message, answers):
             return True
         async with self.lock:
             if self.done:
@@ -216,9 +237,9 @@ class OutStream:
             self._finish_json()
 
     async def open_sse(self) -> None:
-        """Start an SSE-mode POST stream (priming event when the version has one)."""
-        async with self.lock:
-            await self._prime()
+        """Start an SSE-mode POST stream (priming event when the version has one;
+        no lock to take: nothing else knows the stream yet)."""
+        await self._prime()
 
     async def _switch_to_sse(self) -> None:
         self.mode = "sse"

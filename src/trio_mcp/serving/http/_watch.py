@@ -40,6 +40,7 @@ class Guard:
     __slots__ = (
         "done",
         "due",
+        "gone",
         "now",
         "over",
         "ping",
@@ -48,6 +49,7 @@ class Guard:
         "reading",
         "receive",
         "scope",
+        "serving",
         "watch",
         "watcher",
         "write_deadline",
@@ -69,6 +71,13 @@ class Guard:
         self.write_deadline = math.inf
         self.due = math.inf
         self.watcher: trio.CancelScope | None = None
+        #: The watcher found the client gone (and cancelled the scope).
+        self.gone = False
+        #: While a request is served in the scope (see
+        #: :meth:`~trio_mcp.serving.http.HttpSessionStream.serve_here`): the
+        #: headers of the ``202`` that answers the POST if its peer cancels it
+        #: (the client's ``notifications/cancelled``); None otherwise.
+        self.serving: list[tuple[bytes, bytes]] | None = None
         #: Written every ``ping_interval`` seconds by the watcher, once it
         #: runs (an SSE answer's keep-alive comments; see :meth:`keep_alive`).
         self.ping: Callable[[], Awaitable[None]] | None = None
@@ -85,6 +94,12 @@ class Guard:
     def body_timed_out(self) -> bool:
         return self.reading and self.scope.cancelled_caught
 
+    @property
+    def cancelled_by_peer(self) -> bool:
+        """Whether the scope ended because the peer cancelled the request
+        served in it (not a watcher, a deadline, or the body's)."""
+        return self.serving is not None and self.scope.cancelled_caught and not self.gone
+
     def read_slowly(self, body_timeout: float) -> None:
         """The body is not all there yet: wait for it at most ``body_timeout``
         (in the scope)."""
@@ -99,7 +114,8 @@ class Guard:
     def watch_after_delay(self) -> None:
         """Cancel the scope if the client goes away, watched from
         ``disconnect_watch_delay`` seconds on (unless answered by then)."""
-        self.watch.add(self)
+        if not self.queued:
+            self.watch.add(self)
 
     def writing(self, timeout: float) -> None:
         """The last write begins: no watcher may cancel it (hypercorn reports
@@ -180,7 +196,8 @@ class DisconnectWatch:
                     if guard.over:
                         continue
                     if not guard.done:
-                        nursery.start_soon(_watch_one, guard)
+                        if guard.watcher is None:  # (one watcher per guard, however often it was queued)
+                            nursery.start_soon(_watch_one, guard)
                     elif guard.write_deadline < math.inf:
                         guard.scope.deadline = guard.write_deadline  # a write still going on
 
@@ -208,4 +225,5 @@ async def _watch_one(guard: Guard) -> None:
             log.debug("disconnect watcher: %r", exc)
             return
         if not guard.done:
+            guard.gone = True
             guard.scope.cancel()
