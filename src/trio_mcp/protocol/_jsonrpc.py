@@ -252,6 +252,12 @@ def decode_utf8(data: bytes | bytearray | memoryview | str) -> Frame:
                 and (params is UNSET or (type(params) is Raw and memoryview(params)[0] == 0x7B))  # '{'
             ):
                 return Request(id=ident, method=method, params=params)
+        elif method is UNSET and env.result is not UNSET and env.jsonrpc == JSONRPC_VERSION:
+            # The commonest frame a client reads, a plain success answer.
+            ident = env.id
+            error = env.error
+            if (type(ident) is int or type(ident) is str) and (error is UNSET or error is None):
+                return Response(id=ident, result=env.result)
         return _classify(env)
     except msgspec.ValidationError:
         pass  # valid JSON, but not an object: maybe a batch

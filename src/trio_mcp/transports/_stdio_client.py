@@ -8,15 +8,13 @@ import logging
 import os
 import signal
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, NoReturn
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
 
 import attrs
-import msgspec
 import trio
 
 from .._util import DEFAULT_WARNING_INTERVAL
-from ..protocol import Frame, Response, decode, decode_utf8
 from . import _process
 from ._base import TransportError
 from ._stdio_stream import (
@@ -116,17 +114,6 @@ class StdioServerParameters:
         return self.name or os.path.basename(self.command) or self.command
 
 
-class _ResponseLine(msgspec.Struct, forbid_unknown_fields=True):
-    """A plain success answer, exactly: what most of a server's lines are."""
-
-    jsonrpc: Literal["2.0"]
-    id: int | str
-    result: msgspec.Raw
-
-
-_response_line: Final = msgspec.json.Decoder(_ResponseLine).decode
-
-
 class _ProcessStream(StdioStream):
     """The client's stream over a server process's stdout/stdin."""
 
@@ -145,21 +132,6 @@ class _ProcessStream(StdioStream):
         )
         self._transport = transport
         self._interrupted = False
-
-    def _decode(self, line: bytes, decoder: Callable[[bytes], Frame] = decode) -> Frame:
-        # A line of an ASCII read that is a plain success answer: one decode
-        # straight to the Response the generic classifier would make; any
-        # other line (or a non-ASCII read, checked as UTF-8 there) goes the
-        # generic way.
-        if decoder is decode_utf8:
-            try:
-                answer = _response_line(line)
-            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-                pass
-            else:
-                self._frames_in += 1
-                return Response(id=answer.id, result=answer.result)
-        return super()._decode(line, decoder)
 
     async def _end_of_input(self, *, stalled: bool) -> NoReturn:
         if self._closed:
