@@ -33,7 +33,7 @@ from ...transports._asgi import (
 from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
 from ._get import pump, session_headers
 from ._session import HttpSessionStream
-from ._stateless import rejection, request_parts
+from ._stateless import rejection, typed_request
 from ._streams import Conn
 from ._watch import Guard
 
@@ -130,7 +130,7 @@ async def _post_body(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
         request = requests[0]
-        parts = request_parts(request)
+        request, parts = typed_request(request, app._shared)  # its params decoded once
         rejected = rejection(headers, request, parts)
         if rejected is not None:
             status, error = rejected
@@ -148,7 +148,7 @@ async def _post_body(
             app.listening.add(session)  # ended by a drain: the client listens again elsewhere
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
             # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
-            problem = await app.stateless.param_problem(
+            problem = await app.stateless.params.problem(
                 session.server_session, scope, headers, request, parts
             )
             if problem is not None:
