@@ -91,6 +91,17 @@ async def _post_body(
     if type(frame) is InvalidMessage:
         await respond(send, 400, encode(error_response(frame.id, frame.error)))
         return
+    if (
+        type(frame) is Request
+        and app._shared is not None
+        and app.auth is None
+        and headers.get(VERSION_HEADER) in MODERN_VERSIONS
+        and SESSION_HEADER not in headers
+        and frame.method != "subscriptions/listen"
+    ):
+        # A stateless request (2026-07-28) of a shared app: straight to its path.
+        await app.stateless.serve_post(frame, scope, headers, json_ok, sse_ok, guard, send)
+        return
     batch = type(frame) is list
     items: list[Any] = frame if batch else [frame]  # type: ignore[assignment]
     if batch:

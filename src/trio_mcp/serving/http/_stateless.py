@@ -10,7 +10,7 @@ its notifications travelling on that POST's SSE stream.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -36,7 +36,14 @@ from ...transports._asgi import HttpError, Scope, Send, respond, start_event_str
 from ...transports._base import REQUEST_HEADERS, TransportClosed
 from ...transports.http._sse import PING, format_event
 from ._config import ERROR_STATUS, VERSION_HEADER, Mode, answer_mode
-from ._stateless_checks import ParamHeaderCheck, _Parts, rejection, request_parts, typed_request
+from ._stateless_checks import (
+    ParamHeaderCheck,
+    _Parts,
+    mirrors_plainly,
+    rejection,
+    request_parts,
+    typed_request,
+)
 from ._watch import Guard
 
 if TYPE_CHECKING:
@@ -66,6 +73,9 @@ class _NoWire:
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
+
+
+_JSON_TYPE: Final = (b"content-type", b"application/json")
 
 
 class _InlineAnswer:
@@ -162,14 +172,20 @@ class _InlineAnswer:
         status = 200
         if self.error_status and type(reply) is ErrorResponse:
             status = ERROR_STATUS.get(reply.error.code, 200)  # the stateless era gives errors a status
-        await respond(self.send, status, encode(reply))
+        body = encode(reply)
+        send = self.send  # (respond, unrolled: one JSON answer)
+        headers = [(b"content-length", b"%d" % len(body)), _JSON_TYPE]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _made_for(app: Any) -> tuple[Any, ...]:
     """What a long-lived server session of ``app`` depends on: its methods
     (the capabilities it declares) and its middleware; a new one is made
-    when they change."""
-    return (*app.request_handlers, getattr(app, "middleware", ()))
+    when they change. Methods are only ever added (a handler registered
+    again replaces its method's), so the mapping and its size tell."""
+    handlers = app.request_handlers
+    return (handlers, len(handlers), getattr(app, "middleware", ()))
 
 
 class StatelessPath:
@@ -213,6 +229,29 @@ class StatelessPath:
             if meta.get(META_PROTOCOL_VERSION) not in MODERN_VERSIONS:
                 return False
         return True
+
+    async def serve_post(
+        self,
+        request: Request,
+        scope: Scope,
+        headers: dict[str, str],
+        json_ok: bool,
+        sse_ok: bool,
+        guard: Guard,
+        send: Send,
+    ) -> None:
+        """A POST of one stateless request (not ``subscriptions/listen``) to a
+        shared app without auth, straight from its body: its params decoded
+        once (:func:`typed_request`), the validation ladder, then
+        :meth:`serve_inline`."""
+        request, parts = typed_request(request, self.app._shared)
+        if not mirrors_plainly(headers, request, parts):
+            rejected = rejection(headers, request, parts)
+            if rejected is not None:
+                status, error = rejected
+                await respond(send, status, encode(error_response(request.id, error)))
+                return
+        await self.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send, parts)
 
     async def serve_inline(
         self,
@@ -303,11 +342,12 @@ class StatelessPath:
         """Serve ``request`` in this task with ``server`` and write its answer,
         in the POST's ``guard`` scope: the client going away cancels the
         handler (noticed once it has run ``disconnect_watch_delay``)."""
-        mode = answer_mode(self.app.settings.json_response, json_ok, sse_ok)
-        self.app.response_started()
-        answer = _InlineAnswer(self.app, send, mode, sse_ok, guard, error_status)
+        app = self.app
+        mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
+        app.response_started()
+        answer = _InlineAnswer(app, send, mode, sse_ok, guard, error_status)
         self._inline_answers.add(answer)
-        guard.watch_after_delay()
+        guard.watch.add(guard)  # (watch_after_delay)
         try:
             token = REQUEST_HEADERS.set((server.peer, headers))
             try:

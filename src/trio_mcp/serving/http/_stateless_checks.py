@@ -76,29 +76,28 @@ def request_parts(request: Request) -> _Parts | None:
         return None
 
 
-#: Per params type: whether its decoding carries every field the checks read
-#: (``_meta``, and the field a name-bearing method mirrors in ``Mcp-Name``).
-_TYPED_OK: dict[tuple[str, Any], bool] = {}
-#: Most (method, type) pairs remembered in _TYPED_OK.
+#: Per (method, params type): a decoder of that type when its decoding carries
+#: every field the checks read (``_meta``, and the field a name-bearing
+#: method mirrors in ``Mcp-Name``), else None.
+_TYPED: dict[tuple[str, Any], msgspec.json.Decoder[Any] | None] = {}
+#: Most (method, type) pairs remembered in _TYPED.
 _TYPED_CACHE: Final = 256
 
 
-def _typed_ok(method: str, params_type: Any) -> bool:
-    key = (method, params_type)
-    known = _TYPED_OK.get(key)
-    if known is None:
-        fields = getattr(params_type, "__struct_fields__", None)
-        field = NAME_BEARING.get(method)
-        known = (
-            isinstance(params_type, type)
-            and fields is not None
-            and "meta" in fields
-            and (field is None or field in fields)
-        )
-        if len(_TYPED_OK) >= _TYPED_CACHE:
-            _TYPED_OK.clear()
-        _TYPED_OK[key] = known
-    return known
+def _typed_decoder(method: str, params_type: Any) -> msgspec.json.Decoder[Any] | None:
+    fields = getattr(params_type, "__struct_fields__", None)
+    field = NAME_BEARING.get(method)
+    usable = (
+        isinstance(params_type, type)
+        and fields is not None
+        and "meta" in fields
+        and (field is None or field in fields)
+    )
+    decoder = msgspec.json.Decoder(params_type) if usable else None
+    if len(_TYPED) >= _TYPED_CACHE:
+        _TYPED.clear()
+    _TYPED[(method, params_type)] = decoder
+    return decoder
 
 
 def typed_request(request: Request, app: Any) -> tuple[Request, _Parts | None]:
@@ -109,10 +108,15 @@ def typed_request(request: Request, app: Any) -> tuple[Request, _Parts | None]:
     Otherwise ``request`` itself and its parts decoded for the checks."""
     params = request.params
     if app is not None and type(params) is Raw:
-        handler = app.request_handlers.get(request.method)
-        if handler is not None and _typed_ok(request.method, handler.params_type):
+        method = request.method
+        handler = app.request_handlers.get(method)
+        if handler is None:
+            return request, request_parts(request)
+        key = (method, handler.params_type)
+        decoder = _TYPED[key] if key in _TYPED else _typed_decoder(method, handler.params_type)
+        if decoder is not None:
             try:
-                typed = coerce(params, handler.params_type)
+                typed = decoder.decode(params)
             except (msgspec.ValidationError, msgspec.DecodeError):
                 return request, request_parts(request)  # the ladder or the session answers
             meta = typed.meta
@@ -128,13 +132,8 @@ def typed_request(request: Request, app: Any) -> tuple[Request, _Parts | None]:
                     task_id=None if task_id is UNSET else task_id,
                     arguments=None if arguments is UNSET else arguments,
                 )
-                return Request(id=request.id, method=request.method, params=typed), parts
+                return Request(id=request.id, method=method, params=typed), parts
     return request, request_parts(request)
-
-
-def _plain(header: str | None, value: str) -> bool:
-    """Whether ``header`` is literally ``value`` (not base64-wrapped)."""
-    return header == value and not value.startswith("=?")
 
 
 def mirrors_plainly(headers: dict[str, str], request: Request, parts: _Parts | None) -> bool:
@@ -150,13 +149,16 @@ def mirrors_plainly(headers: dict[str, str], request: Request, parts: _Parts | N
     version = meta.get(META_PROTOCOL_VERSION)
     if version not in MODERN_VERSIONS or headers.get(VERSION_HEADER) != version:
         return False
+    # Each header literally its value (a value starting "=?" may be base64-wrapped).
     method = request.method
-    if not _plain(headers.get(METHOD_HEADER), method) or _REMOVED.get(method) is not False:
+    if headers.get(METHOD_HEADER) != method or method.startswith("=?") or _REMOVED.get(method) is not False:
         return False
     field = NAME_BEARING.get(method)
     if field is not None:
         value = getattr(parts, field)
-        if value is not None and not (type(value) is str and _plain(headers.get(NAME_HEADER), value)):
+        if value is not None and (
+            type(value) is not str or headers.get(NAME_HEADER) != value or value.startswith("=?")
+        ):
             return False
     return True
 
