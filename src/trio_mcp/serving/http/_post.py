@@ -141,14 +141,14 @@ async def _post_body(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
         request = requests[0]
+        if app._shared is not None and request.method != "subscriptions/listen":
+            await app.stateless.serve_post(request, scope, headers, json_ok, sse_ok, guard, send)
+            return
         request, parts = typed_request(request, app._shared)  # its params decoded once
         rejected = rejection(headers, request, parts)
         if rejected is not None:
             status, error = rejected
             await respond(send, status, encode(error_response(request.id, error)))
-            return
-        if app._shared is not None and request.method != "subscriptions/listen":
-            await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send, parts)
             return
         # subscriptions/listen (a stream of notifications), or an app made
         # per session: a session of its own, for this request only.

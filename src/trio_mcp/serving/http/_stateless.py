@@ -38,7 +38,6 @@ from ...transports.http._sse import PING, format_event
 from ._config import ERROR_STATUS, VERSION_HEADER, Mode, answer_mode
 from ._stateless_checks import (
     ParamHeaderCheck,
-    _Parts,
     mirrors_plainly,
     rejection,
     request_parts,
@@ -241,9 +240,13 @@ class StatelessPath:
         send: Send,
     ) -> None:
         """A POST of one stateless request (not ``subscriptions/listen``) to a
-        shared app without auth, straight from its body: its params decoded
-        once (:func:`typed_request`), the validation ladder, then
-        :meth:`serve_inline`."""
+        shared app, served in this ASGI task by the one server session that
+        serves them all (:meth:`~trio_mcp.actors.Peer.serve_inline`): no
+        session actor and no channels per request. Its params are decoded
+        once (:func:`typed_request`) for the validation ladder, the session
+        and the handler. The handler's notifications go on this request's SSE
+        stream (``auto`` mode switches to SSE for the first one); the client
+        going away cancels the handler."""
         request, parts = typed_request(request, self.app._shared)
         if not mirrors_plainly(headers, request, parts):
             rejected = rejection(headers, request, parts)
@@ -251,25 +254,6 @@ class StatelessPath:
                 status, error = rejected
                 await respond(send, status, encode(error_response(request.id, error)))
                 return
-        await self.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send, parts)
-
-    async def serve_inline(
-        self,
-        request: Request,
-        scope: Scope,
-        headers: dict[str, str],
-        json_ok: bool,
-        sse_ok: bool,
-        guard: Guard,
-        send: Send,
-        parts: _Parts | None = None,
-    ) -> None:
-        """A stateless request (not ``subscriptions/listen``) of a shared app,
-        served in this ASGI task by the one server session that serves them
-        all (:meth:`~trio_mcp.actors.Peer.serve_inline`): no session actor and
-        no channels per request. The handler's notifications go on this
-        request's SSE stream (``auto`` mode switches to SSE for the first one);
-        the client going away cancels the handler."""
         self.app.check_taking_work()
         server = self.server()
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
