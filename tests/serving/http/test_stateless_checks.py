@@ -177,7 +177,7 @@ async def test_params_that_do_not_fit_the_handler_get_the_answers_they_always_go
 
 async def test_capabilities_and_client_info_are_each_request_s_own() -> None:
     async with serving(checked_app()) as (_, url), http() as client:
-        elicits = {"elicitation": {"form": {}}}
+        elicits: dict[str, Any] = {"elicitation": {"form": {}}}
         rounds = [
             ({"name": "a", "version": "1"}, elicits, "a:elicits"),
             ({"name": "b", "version": "1"}, {}, "b:plain"),
