@@ -181,8 +181,8 @@ class ServerSession(_ModernServing):
         self._listeners: dict[int | str, SubscriptionFilter] = {}
         # The last decoded client capabilities / info of a stateless request,
         # by identity of the raw object (a strong reference: ids never recur).
-        self._caps_cache: tuple[Any, ClientCapabilities] | None = None
-        self._info_cache: tuple[Any, Implementation | None] | None = None
+        self._caps_cache: tuple[Any, bytes, ClientCapabilities] | None = None
+        self._info_cache: tuple[Any, bytes, Implementation] | None = None
         self._post_send, self._post_recv = trio.open_memory_channel[tuple[str, Any]](
             self.notification_queue_size
         )

@@ -5,7 +5,7 @@ which owns the state named below."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 import trio
@@ -42,7 +42,9 @@ from ._modern import InputNeeded, ModernRequest, ProtocolFailure, RequestStateEr
 from ._peer_inbound import InboundRequest
 
 if TYPE_CHECKING:
-    from ._server import RequestHandler, ServerApp, ServerSession
+    from ._server import RequestHandler, ServerApp
+
+_T = TypeVar("_T")
 
 #: Requests that exist only in the stateless era.
 _MODERN_ONLY: Final = frozenset(
@@ -61,8 +63,8 @@ class _ModernServing:
     app: ServerApp
     _capabilities: ServerCapabilities
     _listeners: dict[int | str, SubscriptionFilter]
-    _caps_cache: tuple[Any, ClientCapabilities] | None
-    _info_cache: tuple[Any, Implementation | None] | None
+    _caps_cache: tuple[Any, bytes, ClientCapabilities] | None
+    _info_cache: tuple[Any, bytes, Implementation] | None
 
     if TYPE_CHECKING:  # ServerSession's
 
@@ -89,15 +91,13 @@ class _ModernServing:
             raise InvalidParams(
                 f"{method}: _meta[{META_CLIENT_CAPABILITIES!r}] is required in this protocol era"
             )
-        cache = self._caps_cache
-        if cache is not None and cache[0] is raw_caps:
-            caps = cache[1]  # the same object again (in-memory zero-copy clients share theirs)
-        else:
+        caps = _cached(self._caps_cache, raw_caps)
+        if caps is None:
             try:
                 caps = msgspec.convert(raw_caps, ClientCapabilities)
             except msgspec.ValidationError as exc:
                 raise InvalidParams(f"{method}: invalid client capabilities: {exc}") from None
-            self._caps_cache = (raw_caps, caps)
+            self._caps_cache = _cache_entry(raw_caps, caps)
         level = meta.get(META_LOG_LEVEL)
         if level is not None and (not isinstance(level, str) or level not in _LEVEL_RANK):
             raise InvalidParams(
@@ -106,15 +106,14 @@ class _ModernServing:
         client_info = None
         raw_info = meta.get(META_CLIENT_INFO)
         if isinstance(raw_info, dict):
-            cached_info = self._info_cache
-            if cached_info is not None and cached_info[0] is raw_info:
-                client_info = cached_info[1]
-            else:
+            client_info = _cached(self._info_cache, raw_info)
+            if client_info is None:
                 try:
                     client_info = msgspec.convert(raw_info, Implementation)
                 except msgspec.ValidationError:
                     client_info = None
-                self._info_cache = (raw_info, client_info)
+                else:
+                    self._info_cache = _cache_entry(raw_info, client_info)
         if method == "server/discover":
             return self._discover()
         if not method_available(method, version, sender="client"):
@@ -122,6 +121,7 @@ class _ModernServing:
         if method == "subscriptions/listen":
             return await self._listen(request, version)
         handler, params = self._resolve(request)
+        keys = getattr(self.app, "request_state_keys", None)
         try:
             modern = ModernRequest(
                 version=version,
@@ -131,12 +131,12 @@ class _ModernServing:
                 own_state=handler.own_request_state,
                 input_responses=getattr(params, "input_responses", UNSET),
                 request_state=getattr(params, "request_state", UNSET),
-                keys=self._state_keys(),
+                keys=self._state_keys() if keys is None else keys,
             )
         except RequestStateError as exc:
             raise InvalidParams(str(exc)) from None
         try:
-            return await handler.fn(Context(cast("ServerSession", self), request, modern), params)
+            return await handler.fn(Context(self, request, modern), params)  # type: ignore[arg-type]
         except InputNeeded as need:
             return InputRequiredResult(input_requests=need.requests, request_state=need.state)
         except ProtocolFailure as failure:
@@ -211,6 +211,28 @@ class _ModernServing:
             await trio.sleep_forever()
         finally:
             self._listeners.pop(sub_id, None)
+
+
+def _cached(cache: tuple[Any, bytes, _T] | None, raw: dict[str, Any]) -> _T | None:
+    """What ``cache`` made of ``raw`` (a ``_meta`` object a client sent):
+    made of that very object (in-memory zero-copy clients share theirs), or
+    of one with the same JSON (a client sends the same ones every time)."""
+    if cache is None:
+        return None
+    if cache[0] is raw:
+        return cache[2]
+    try:
+        same = msgspec.json.encode(raw) == cache[1]
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return None
+    return cache[2] if same else None
+
+
+def _cache_entry(raw: dict[str, Any], made: _T) -> tuple[Any, bytes, _T] | None:
+    try:
+        return raw, msgspec.json.encode(raw), made
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return None
 
 
 def _group_leaves(group: BaseException) -> list[BaseException]:

@@ -186,7 +186,7 @@ def body_nowait(
         if message["type"] == "http.disconnect":
             raise Disconnected
         body = _grow(body, message.get("body", b""), limit, too_large_headers)
-        if not message.get("more_body", False):
+        if not message.get("more_body", False) or len(body) == expected:
             return bytes(body), True
 
 

@@ -12,7 +12,8 @@ routes, the ``Host`` / ``Origin`` checks), ``_watch`` (a POST's cancel scope
 and the watch for slow ones), ``_post`` / ``_get``
 (the handlers of each HTTP method), ``_session`` (one session's
 MessageStream and routing), ``_streams`` (its SSE streams), ``_sessions``
-(the registry), ``_eventstore``, ``_stateless`` (2026-07-28 requests),
+(the registry), ``_eventstore``, ``_stateless`` (2026-07-28 requests) and
+``_stateless_checks`` (their validation ladder, params decoded once),
 ``_config`` (settings), ``_cors``, ``_health`` (``/healthz``, ``/readyz``),
 ``_auth`` (the OAuth 2.1 resource server: metadata, challenges, scopes,
 sessions bound to their principal; ``auth=``), ``_metrics`` (``/metrics``,

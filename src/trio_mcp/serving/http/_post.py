@@ -33,7 +33,7 @@ from ...transports._asgi import (
 from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
 from ._get import answer_status, pump, session_headers
 from ._session import HttpSessionStream
-from ._stateless import rejection, request_parts
+from ._stateless import rejection, typed_request
 from ._streams import Conn
 from ._watch import Guard
 
@@ -114,6 +114,17 @@ async def _post_body(
     if type(frame) is InvalidMessage:
         await respond(send, 400, encode(error_response(frame.id, frame.error)))
         return None
+    if (
+        type(frame) is Request
+        and app._shared is not None
+        and app.auth is None
+        and headers.get(VERSION_HEADER) in MODERN_VERSIONS
+        and SESSION_HEADER not in headers
+        and frame.method != "subscriptions/listen"
+    ):
+        # A stateless request (2026-07-28) of a shared app: straight to its path.
+        await app.stateless.serve_post(frame, scope, headers, json_ok, sse_ok, guard, send)
+        return None
     batch = type(frame) is list
     items: list[Any] = frame if batch else [frame]  # type: ignore[assignment]
     if batch:
@@ -159,14 +170,14 @@ async def _post_body(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
             )
         request = requests[0]
-        parts = request_parts(request)
+        if app._shared is not None and request.method != "subscriptions/listen":
+            await app.stateless.serve_post(request, scope, headers, json_ok, sse_ok, guard, send)
+            return None
+        request, parts = typed_request(request, app._shared)  # its params decoded once
         rejected = rejection(headers, request, parts)
         if rejected is not None:
             status, error = rejected
             await respond(send, status, encode(error_response(request.id, error)))
-            return None
-        if app._shared is not None and request.method != "subscriptions/listen":
-            await app.stateless.serve_inline(request, scope, headers, json_ok, sse_ok, guard, send, parts)
             return None
         # subscriptions/listen (a stream of notifications), or an app made
         # per session: a session of its own, for this request only.
@@ -177,7 +188,7 @@ async def _post_body(
             app.listening.add(session)  # ended by a drain: the client listens again elsewhere
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
             # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
-            problem = await app.stateless.param_problem(
+            problem = await app.stateless.params.problem(
                 session.server_session, scope, headers, request, parts
             )
             if problem is not None:

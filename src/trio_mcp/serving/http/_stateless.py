@@ -10,175 +10,45 @@ its notifications travelling on that POST's SSE stream.
 
 from __future__ import annotations
 
-import logging
-import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
 from msgspec import Struct
 
-from ...actors._peer import InboundRequest
 from ...actors._server import ServerSession
 from ...protocol import (
     HANDSHAKE_VERSIONS,
-    META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
     V2025_03_26,
     ErrorResponse,
     Frame,
     HeaderMismatch,
-    InvalidParams,
-    McpError,
-    MethodNotFound,
     Notification,
     Request,
     Response,
     coerce,
     encode,
     error_response,
-    lookup,
-    method_available,
 )
 from ...transports._asgi import HttpError, Scope, Send, respond, start_event_stream
 from ...transports._base import REQUEST_HEADERS, TransportClosed
-from ...transports.http._headers import (
-    PARAM_PREFIX,
-    InvalidParamHeader,
-    ParamHeaderMap,
-    header_mismatch,
-    param_header_map,
-    param_map_mismatch,
-)
-from ...transports.http._headers import _Params as _HeaderParams
 from ...transports.http._sse import PING, format_event
 from ._config import ERROR_STATUS, VERSION_HEADER, Mode, answer_mode
+from ._stateless_checks import (
+    ParamHeaderCheck,
+    mirrors_plainly,
+    rejection,
+    request_parts,
+    typed_request,
+)
 from ._watch import Guard
 
 if TYPE_CHECKING:
     from ._app import StreamableHttpApp
 
-__all__ = ["StatelessPath", "rejection", "request_parts"]
-
-log = logging.getLogger("trio_mcp.http.server")
-
-
-class _AnyMeta(Struct):
-    meta: Any = msgspec.field(default=None, name="_meta")
-
-
-class _Parts(Struct):
-    """What the checks of a stateless request read of its params, decoded once."""
-
-    meta: Any = msgspec.field(default=None, name="_meta")
-    name: Any = None
-    uri: Any = None
-    task_id: Any = msgspec.field(default=None, name="taskId")
-    arguments: Any = None
-
-
-def request_parts(request: Request) -> _Parts | None:
-    """The params of ``request`` for the checks below (None when they are not
-    an object: each check then reads them on its own, and answers)."""
-    try:
-        return coerce(request.params, _Parts)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
-
-
-def _envelope_problem(request: Request, parts: _Parts | None) -> tuple[int, McpError] | None:
-    if parts is not None:
-        meta = parts.meta
-    else:
-        try:
-            meta = coerce(request.params, _AnyMeta).meta
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            meta = None
-    if not isinstance(meta, dict):
-        return 400, InvalidParams(
-            "params._meta must be an object carrying the protocol version and client capabilities"
-        )
-    missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
-    if missing:
-        return 400, InvalidParams(f"params._meta is missing {', '.join(missing)}")
-    return None
-
-
-def _header_problem(
-    headers: dict[str, str], request: Request, parts: _Parts | None
-) -> tuple[int, McpError] | None:
-    message: Any = request
-    if parts is not None and isinstance(parts.meta, dict):  # the params already decoded
-        params = _HeaderParams(meta=parts.meta, name=parts.name, uri=parts.uri, task_id=parts.task_id)
-        message = Request(id=request.id, method=request.method, params=params)
-    problem = header_mismatch(headers, message)
-    return None if problem is None else (400, HeaderMismatch(problem))
-
-
-class _CallOnly(Struct):
-    name: Any = None
-    arguments: Any = None
-
-
-#: Most ``tools/list`` pages read to find a called tool's input schema.
-_SCHEMA_LIST_PAGES: Final = 100
-
-
-def _param_map_or_none(schema: Any) -> ParamHeaderMap | None:
-    try:
-        return param_header_map(schema)
-    except InvalidParamHeader:
-        return None  # not enforced: clients drop such a tool
-
-
-def _duplicated_params(scope: Scope) -> frozenset[str]:
-    seen: set[str] = set()
-    twice: set[str] = set()
-    for raw_name, _ in scope.get("headers", ()):
-        name = raw_name.decode("latin-1").lower()
-        if name.startswith(PARAM_PREFIX):
-            (twice if name in seen else seen).add(name)
-    return frozenset(twice)
-
-
-#: Per method name: whether this era removed it (see _removed_method).
-_REMOVED: dict[str, bool] = {}
-#: Most method names remembered in _REMOVED (unknown names are the client's).
-_REMOVED_CACHE: Final = 256
-
-
-def _removed_method(request: Request) -> tuple[int, McpError] | None:
-    # Known methods that this era removed (initialize, ping, logging/setLevel,
-    # resources/subscribe, ...): the registry knows; unknown ones reach the
-    # session, whose -32601 is sent with 404 too (ERROR_STATUS).
-    method = request.method
-    removed = _REMOVED.get(method)
-    if removed is None:
-        removed = lookup(method) is not None and not method_available(
-            method, MODERN_VERSIONS[-1], sender="client"
-        )
-        if len(_REMOVED) >= _REMOVED_CACHE:
-            _REMOVED.clear()
-        _REMOVED[method] = removed
-    if removed:
-        return 404, MethodNotFound(f"Method not found: {method} (not part of protocol {MODERN_VERSIONS[-1]})")
-    return None
-
-
-def rejection(
-    headers: dict[str, str], request: Request, parts: _Parts | None = None
-) -> tuple[int, McpError] | None:
-    """The validation ladder of a stateless request, first failure wins:
-    ``_meta`` envelope (-32602), mirrored headers (-32020), the method exists
-    in this era (404, -32601); the session checks the version (-32022) and
-    capabilities (-32021), answered with HTTP 400. ``parts``: its
-    :func:`request_parts`, when already read."""
-    return (
-        _envelope_problem(request, parts)
-        or _header_problem(headers, request, parts)
-        or _removed_method(request)
-    )
+__all__ = ["StatelessPath", "rejection", "request_parts", "typed_request"]
 
 
 class _MetaOnly(Struct):
@@ -202,6 +72,9 @@ class _NoWire:
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
+
+
+_JSON_TYPE: Final = (b"content-type", b"application/json")
 
 
 class _InlineAnswer:
@@ -298,14 +171,20 @@ class _InlineAnswer:
         status = 200
         if self.error_status and type(reply) is ErrorResponse:
             status = ERROR_STATUS.get(reply.error.code, 200)  # the stateless era gives errors a status
-        await respond(self.send, status, encode(reply))
+        body = encode(reply)
+        send = self.send  # (respond, unrolled: one JSON answer)
+        headers = [(b"content-length", b"%d" % len(body)), _JSON_TYPE]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _made_for(app: Any) -> tuple[Any, ...]:
     """What a long-lived server session of ``app`` depends on: its methods
     (the capabilities it declares) and its middleware; a new one is made
-    when they change."""
-    return (*app.request_handlers, getattr(app, "middleware", ()))
+    when they change. Methods are only ever added (a handler registered
+    again replaces its method's), so the mapping and its size tell."""
+    handlers = app.request_handlers
+    return (handlers, len(handlers), getattr(app, "middleware", ()))
 
 
 class StatelessPath:
@@ -323,12 +202,8 @@ class StatelessPath:
         self._handshake_methods: tuple[Any, ...] = ()
         #: Stateless requests being answered inline (cancelled when the server stops).
         self._inline_answers: set[_InlineAnswer] = set()
-        #: Per app: (its ``tools`` list, name -> Tool, or (annotations or None, input
-        #: schema) once asked), valid while the app keeps that very list (an
-        #: MCPServer builds a new one on every change).
-        self._tool_headers: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = (
-            weakref.WeakKeyDictionary()
-        )
+        #: The ``Mcp-Param-*`` check of a stateless ``tools/call``.
+        self.params = ParamHeaderCheck()
 
     def end(self) -> None:
         """The server stops: cancel every request being answered inline."""
@@ -336,94 +211,6 @@ class StatelessPath:
             answer.end()
         self._stateless = None
         self._handshake.clear()
-
-    async def param_problem(
-        self,
-        server_session: Any,
-        scope: Scope,
-        headers: dict[str, str],
-        request: Request,
-        parts: _Parts | None = None,
-    ) -> str | None:
-        """Why the ``Mcp-Param-*`` headers of a stateless ``tools/call`` do not
-        mirror its arguments (None when they do, or when nothing can be checked:
-        malformed params, which the session answers, or an unlisted tool)."""
-        call: _Parts | _CallOnly
-        if parts is not None:
-            call = parts
-        else:
-            try:
-                call = coerce(request.params, _CallOnly)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                return None
-        arguments = {} if call.arguments is None else call.arguments
-        if not isinstance(call.name, str) or not isinstance(arguments, dict):
-            return None
-        if not arguments and not any(name.startswith(PARAM_PREFIX) for name in headers):
-            return None  # nothing in the body, nothing in the headers
-        found = await self._tool_annotations(server_session, call.name, request)
-        if found is None:
-            return None
-        header_map, schema = found
-        if not header_map:
-            return None  # no annotations: no Mcp-Param-* header is checked
-        duplicated = _duplicated_params(scope)
-        return param_map_mismatch(header_map, schema, arguments, headers, duplicated=duplicated)
-
-    async def _tool_annotations(
-        self, server_session: Any, name: str, request: Request
-    ) -> tuple[ParamHeaderMap | None, Any] | None:
-        """The ``x-mcp-header`` annotations (None when invalid) and input schema
-        of tool ``name`` as the app lists it; None when it lists no such tool.
-
-        An :class:`~trio_mcp.server.MCPServer` listing its own tools: from
-        ``app.tools`` (cached per list). Any other ``tools/list`` handler: its
-        pages, asked through the request's session with the request's ``_meta``."""
-        app = server_session.app
-        handler = app.request_handlers.get("tools/list")
-        if handler is None:
-            return None
-        tools = getattr(app, "tools", None)
-        if isinstance(tools, list) and handler.fn == getattr(app, "_list_tools", None):
-            cached = self._tool_headers.get(app)
-            if cached is None or cached[0] is not tools:
-                cached = (tools, {t.name: t for t in tools})
-                self._tool_headers[app] = cached
-            entry = cached[1].get(name)
-            if entry is None:
-                return None
-            if not isinstance(entry, tuple):  # a Tool: its annotations, worked out once
-                entry = cached[1][name] = (_param_map_or_none(entry.input_schema), entry.input_schema)
-            return entry
-        schema = await self._listed_schema(server_session, name, request)
-        return None if schema is None else (_param_map_or_none(schema), schema)
-
-    async def _listed_schema(self, server_session: Any, name: str, request: Request) -> Any:
-        try:
-            meta = coerce(request.params, _AnyMeta).meta
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return None
-        params: dict[str, Any] = {"_meta": meta}
-        seen: set[str] = set()
-        for page in range(_SCHEMA_LIST_PAGES):
-            listing = Request(id=f"{request.id}:tools/list:{page}", method="tools/list", params=params)
-            try:
-                result = await server_session.handle_request(InboundRequest(server_session.peer, listing))
-                data = msgspec.to_builtins(result)
-            except Exception as exc:  # fail open: the call itself still gets its answer (or error)
-                log.debug("Mcp-Param-* headers not checked: listing the tools failed: %r", exc)
-                return None
-            if not isinstance(data, dict):
-                return None
-            for tool in data.get("tools") or ():
-                if isinstance(tool, dict) and tool.get("name") == name:
-                    return tool.get("inputSchema")
-            cursor = data.get("nextCursor")
-            if not isinstance(cursor, str) or cursor in seen:
-                return None
-            seen.add(cursor)
-            params = {"_meta": meta, "cursor": cursor}
-        return None
 
     def is_stateless(self, headers: dict[str, str], requests: list[Request]) -> bool:
         version = headers.get(VERSION_HEADER)
@@ -442,7 +229,7 @@ class StatelessPath:
                 return False
         return True
 
-    async def serve_inline(
+    async def serve_post(
         self,
         request: Request,
         scope: Scope,
@@ -451,19 +238,27 @@ class StatelessPath:
         sse_ok: bool,
         guard: Guard,
         send: Send,
-        parts: _Parts | None = None,
     ) -> None:
-        """A stateless request (not ``subscriptions/listen``) of a shared app,
-        served in this ASGI task by the one server session that serves them
-        all (:meth:`~trio_mcp.actors.Peer.serve_inline`): no session actor and
-        no channels per request. The handler's notifications go on this
-        request's SSE stream (``auto`` mode switches to SSE for the first one);
-        the client going away cancels the handler."""
+        """A POST of one stateless request (not ``subscriptions/listen``) to a
+        shared app, served in this ASGI task by the one server session that
+        serves them all (:meth:`~trio_mcp.actors.Peer.serve_inline`): no
+        session actor and no channels per request. Its params are decoded
+        once (:func:`typed_request`) for the validation ladder, the session
+        and the handler. The handler's notifications go on this request's SSE
+        stream (``auto`` mode switches to SSE for the first one); the client
+        going away cancels the handler."""
+        request, parts = typed_request(request, self.app._shared)
+        if not mirrors_plainly(headers, request, parts):
+            rejected = rejection(headers, request, parts)
+            if rejected is not None:
+                status, error = rejected
+                await respond(send, status, encode(error_response(request.id, error)))
+                return
         self.app.check_taking_work()
         server = self.server()
         if request.method == "tools/call" and headers.get(VERSION_HEADER, "").strip() in MODERN_VERSIONS:
             # Last rung: the Mcp-Param-* headers against the tool's schema (-32020).
-            problem = await self.param_problem(server, scope, headers, request, parts)
+            problem = await self.params.problem(server, scope, headers, request, parts)
             if problem is not None:
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
                 return
@@ -531,11 +326,12 @@ class StatelessPath:
         """Serve ``request`` in this task with ``server`` and write its answer,
         in the POST's ``guard`` scope: the client going away cancels the
         handler (noticed once it has run ``disconnect_watch_delay``)."""
-        mode = answer_mode(self.app.settings.json_response, json_ok, sse_ok)
-        self.app.response_started()
-        answer = _InlineAnswer(self.app, send, mode, sse_ok, guard, error_status)
+        app = self.app
+        mode = answer_mode(app.settings.json_response, json_ok, sse_ok)
+        app.response_started()
+        answer = _InlineAnswer(app, send, mode, sse_ok, guard, error_status)
         self._inline_answers.add(answer)
-        guard.watch_after_delay()
+        guard.watch.add(guard)  # (watch_after_delay)
         try:
             token = REQUEST_HEADERS.set((server.peer, headers))
             try:
