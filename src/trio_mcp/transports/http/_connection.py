@@ -180,10 +180,13 @@ class HttpConnection:
     async def _send(self, request: httpx.Request) -> httpx.Response:
         """Send a POST; once more when the server closed a kept-alive connection
         just as it was reused (no response at all came, so the server never
-        answered it): that race is not the server going away."""
+        answered it): that race is not the server going away. The close shows
+        as the connection ending before a response (RemoteProtocolError) or,
+        when the request reached the closed socket, as a reset (ReadError,
+        WriteError). A server that is really gone fails the second try too."""
         try:
             return await self._client.send(request, stream=True)
-        except httpx.RemoteProtocolError as exc:
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             log.debug("POST on a connection the server closed (%s): sent once more", describe(exc))
             return await self._client.send(request, stream=True)
 
