@@ -91,17 +91,6 @@ class _Reply:
                 return msg
 
 
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder_for(result_type: Any) -> msgspec.json.Decoder[Any]:
-    """The JSON decoder of ``result_type`` (one per type, kept)."""
-    decoder = _decoders.get(result_type)
-    if decoder is None:
-        decoder = _decoders[result_type] = msgspec.json.Decoder(result_type)
-    return decoder
-
-
 def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any:
     """A call's result (decoded to ``result_type`` if given), or its error raised."""
     if type(msg) is Response:

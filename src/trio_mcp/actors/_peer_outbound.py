@@ -13,17 +13,9 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from ..protocol import ConnectionClosed, Notification, Request, Response
+from ..protocol import ConnectionClosed, Notification, Request
 from ..transports import MessageStream, TransportError
-from ._peer_calls import (
-    ProgressCallback,
-    _answer,
-    _decoder_for,
-    _decoders,
-    _progress_of,
-    _Reply,
-    _with_progress_token,
-)
+from ._peer_calls import ProgressCallback, _answer, _progress_of, _Reply, _with_progress_token
 from ._peer_limits import PeerLimits
 from ._peer_pool import _INLINE_SINK, InlineServer
 
@@ -191,11 +183,6 @@ class _Outbound:
             pending.pop(ident, None)
             if on_progress is not None:
                 self._progress.pop(ident, None)
-        if type(msg) is Response and result_type is not None and type(msg.result) is _Raw:
-            try:
-                return (_decoders.get(result_type) or _decoder_for(result_type)).decode(msg.result)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                pass  # malformed: _answer raises the error that says so
         return _answer(msg, method, result_type)
 
     def expect(self, reply: Any, *, progress: bool = False) -> int:
