@@ -154,6 +154,11 @@ class _ProcessStream(StdioStream):
     def _abort(self, reason: str) -> None:
         if self._failure is None:
             self._failure = reason
+        self._stop_read()
+
+    def _stop_read(self) -> None:
+        """End the wait for input: its scope cancelled, or, waiting outside
+        one, interrupted (see :meth:`_interrupt_read`)."""
         if self._read_scope is not None:
             self._read_scope.cancel()
         else:
@@ -188,10 +193,7 @@ class _ProcessStream(StdioStream):
         wait is cancelled, the transport's ``run`` finishes the shutdown."""
         if not self._closed:
             self._closed = True
-            if self._read_scope is not None:
-                self._read_scope.cancel()
-            else:
-                self._interrupt_read()
+            self._stop_read()
             self._close_write()
             self._transport._stop("closed")
         try:
