@@ -359,16 +359,7 @@ class StdioStream:
             await self._send(messages, None, batch=True)  # waits its turn, or says what is wrong
             return
         data = encode_lines(messages)  # an encoding error: raised before anything is written
-        try:
-            if self._wsock is not None:
-                n = self._wsock.send(data, _SEND_FLAGS)
-            else:
-                n = os.write(self._wfd, data)
-        except BlockingIOError:
-            n = 0
-        except OSError as exc:  # EPIPE: the reader went away
-            raise TransportClosed(self._write_closed_reason(exc)) from None
-        self._bytes_out += n
+        n = self._write_some(memoryview(data), 0)
         if n == len(data):
             self._frames_out += len(messages)
             return
