@@ -6,6 +6,8 @@ sessions is tested over memory and HTTP (a stdio server has one session)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -78,3 +80,40 @@ async def test_cancel_expiry_and_store_bound() -> None:
                     await trio.sleep(0.05)
             assert (await client.tasks.call_tool("slow", {"seconds": 0})).status == "working"
             assert first.task_id in {t.task_id for t in await client.tasks.list_tasks()}
+
+
+async def test_a_task_call_in_the_opening_burst_runs_as_a_task() -> None:
+    """initialize, initialized and a task-augmented call written at once,
+    before the server reads: its reader serves the whole burst in one turn,
+    so the session's task nursery must be there before the reader starts
+    (it once was set after, and the call failed with "no task nursery")."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    burst = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"seconds": 0}, "task": {"ttl": 10_000}},
+        },
+    ]
+    process = await trio.lowlevel.open_process(
+        [sys.executable, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        with trio.fail_after(TIMEOUT):
+            await process.stdin.send_all(b"".join(json.dumps(m).encode() + b"\n" for m in burst))
+            seen = b""
+            while seen.count(b"\n") < 2:
+                chunk = await process.stdout.receive_some()
+                assert chunk, f"the server exited after {seen!r}"
+                seen += chunk
+        answers = {a["id"]: a for a in map(json.loads, seen.splitlines())}
+        assert "error" not in answers[2], answers[2]
+        assert answers[2]["result"]["task"]["status"] == "working"
+    finally:
+        with trio.CancelScope(shield=True):
+            process.kill()
+            await process.wait()

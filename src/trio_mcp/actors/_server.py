@@ -202,10 +202,12 @@ class ServerSession(_ModernServing):
         self.app._attach(self)
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(self.peer.run)
-                nursery.start_soon(self._post_loop)
+                # Before the peer starts: its reader may serve a whole burst
+                # (a task-augmented call among it) before this task resumes.
                 if self.task_nursery is None:
                     self.task_nursery = nursery
+                await nursery.start(self.peer.run)
+                nursery.start_soon(self._post_loop)
                 task_status.started(self)
                 await self.peer.wait_stopped()
                 nursery.cancel_scope.cancel()
