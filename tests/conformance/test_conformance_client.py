@@ -490,6 +490,21 @@ async def test_auto_era_speaks_2026_to_mcp_server_time(sdk_python: Path) -> None
     await _session_with(StdioServerParameters(command=str(python), args=("-m", "mcp_server_time")), check)
 
 
+async def test_auto_era_after_a_late_probe_still_speaks_2026_to_mcp_server_time(sdk_python: Path) -> None:
+    """A server slow to answer the probe (here: a probe bound of 1 ms) has
+    taken it all the same, and then refuses the handshake (-32022): the
+    client probes again instead of failing to connect."""
+    params = StdioServerParameters(command=str(sdk_python), args=("-m", "mcp_server_time"))
+    with trio.fail_after(PEER_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            stream = await nursery.start(StdioTransport(params).run)
+            async with open_session(stream, era="auto", discover_timeout=0.001) as client:
+                assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
+                result = await client.call_tool("get_current_time", {"timezone": "UTC"})
+                assert json.loads(_text(result))["timezone"] == "UTC"
+            nursery.cancel_scope.cancel()
+
+
 async def test_auto_era_falls_back_to_handshake_with_server_everything(
     everything_stdio: tuple[Path, Path],
 ) -> None:

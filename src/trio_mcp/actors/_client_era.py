@@ -110,6 +110,8 @@ class _Negotiation:
     era: str | None
     server_key: str | None
     discover_timeout: float
+    #: Whether the last probe ran out of time (not refused: maybe just late).
+    _probe_lapsed: bool = False
     offered_version: str
     protocol_version: str | None
     client_info: Implementation
@@ -159,7 +161,15 @@ class _Negotiation:
                 ERA_CACHE.forget(self.server_key)  # the verdict went stale: the server left the era
                 await self._initialize()
         elif not await self._discover(strict=False):
-            await self._initialize()
+            try:
+                await self._initialize()
+            except UnsupportedProtocolVersion:
+                if not self._probe_lapsed:
+                    raise
+                # The probe was only late (a server slow to start): the server
+                # took it, and now refuses the handshake. Ask again, unbounded.
+                log.info("%s: initialize refused after a late probe; probing again", self.name)
+                await self._discover(strict=True)
         if self.era == "modern" and (
             self.on_tools_changed or self.on_prompts_changed or self.on_resources_changed
         ):
@@ -215,6 +225,7 @@ class _Negotiation:
                 ) from None
             return False
         except (McpError, msgspec.ValidationError, msgspec.DecodeError, trio.TooSlowError) as exc:
+            self._probe_lapsed = type(exc) is trio.TooSlowError
             if strict:
                 raise UnsupportedProtocolVersion(
                     f"the server does not speak the stateless era: {exc}"
