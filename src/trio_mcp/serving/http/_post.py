@@ -244,7 +244,7 @@ def _take_back(inline: InlineSse, guard: Guard) -> list[Event]:
     """A POST's SSE answer that a worker serves after all: its events so far
     (none written yet), for the pump, which writes the rest."""
     inline.conn.inline = None
-    guard.ping = guard.on_gone = guard.on_cancel = None
+    guard.ping = guard.on_gone = guard.on_cancel = guard.on_watch = None
     held = inline.held[:]
     inline.held.clear()
     inline.ended = True

@@ -9,10 +9,12 @@ start, with its length, and one body holding the priming event and the
 answer (:meth:`InlineSse.finish`, written by ``handle_post``). A message
 related to the request (progress, a log message, a request to the client)
 is written at once, by the task that sends it, with whatever is held before
-it; a keep-alive comment by the POST's watcher (see :class:`~._watch.Guard`);
-the stream then ends with the answer's write. Writes are serialised by a
-lock made with the first of them, each bounded by ``write_timeout`` and
-shielded (a cancelled write would leave half an event on the wire).
+it; the response's start and the priming event by the POST's watcher once
+the handler has run ``disconnect_watch_delay``, then keep-alive comments
+(see :class:`~._watch.Guard`); the stream then ends with the answer's
+write. Writes are serialised by a lock made with the first of them, each
+bounded by ``write_timeout`` and shielded (a cancelled write would leave
+half an event on the wire).
 
 A client that goes away from a stream it can resume (an event with an id was
 stored) leaves its handler running: the events go to the store, the answer
@@ -89,6 +91,7 @@ class InlineSse:
         conn.inline = self
         guard.keep_alive(self.ping, app.settings.ping_interval)
         guard.on_gone = self.gone
+        guard.on_watch = self.flush
         guard.on_cancel = self.finish_cancelled
 
     # ------------------------------------------------------------ producer
@@ -99,6 +102,12 @@ class InlineSse:
         self.held.append((event_id, data))
         if not hold:
             await self._flush(b"")
+
+    async def flush(self) -> None:
+        """Write what is held (from the POST's watcher, once the handler has
+        run ``disconnect_watch_delay``: the client gets the response's start
+        and the priming event, whose id lets it resume)."""
+        await self._flush(b"")
 
     async def ping(self) -> None:
         """A keep-alive comment (from the POST's watcher)."""

@@ -44,6 +44,7 @@ class Guard:
         "now",
         "on_cancel",
         "on_gone",
+        "on_watch",
         "over",
         "ping",
         "ping_interval",
@@ -87,6 +88,8 @@ class Guard:
         #: Asked when the watcher finds the client gone: True when the POST
         #: goes on without it (a resumable SSE answer), else the scope is cancelled.
         self.on_gone: Callable[[], bool] | None = None
+        #: Called once when the watcher starts (the POST has run for the delay).
+        self.on_watch: Callable[[], Awaitable[None]] | None = None
         #: Writes the answer of a POST whose request was cancelled while served
         #: in its scope (see :attr:`cancelled_by_peer`), instead of a ``202``.
         self.on_cancel: Callable[[], Awaitable[None]] | None = None
@@ -220,6 +223,8 @@ async def _watch_one(guard: Guard) -> None:
             return
         guard.watcher = scope
         try:
+            if guard.on_watch is not None:
+                await guard.on_watch()
             while True:
                 message = None
                 with trio.move_on_after(guard.ping_interval):
