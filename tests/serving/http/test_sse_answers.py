@@ -16,20 +16,22 @@ from typing import Any
 import httpx
 import trio
 
+from trio_mcp.actors import PeerLimits
 from trio_mcp.server import Context, MCPServer
 from trio_mcp.serving.http import close_sse_stream
 from trio_mcp.transports.http._sse import SseDecoder, SseEvent
 
+from .test_fast_path import app_running
 from .test_server import TIMEOUT, Session, http, initialize, messages, read_events, serving
 
 SSE = {"json_response": False}
 
 
-def _app() -> tuple[MCPServer, dict[str, Any]]:
+def _app(limits: PeerLimits | None = None) -> tuple[MCPServer, dict[str, Any]]:
     """Tools that note the task serving them; ``progress_then_wait`` reports
     progress, then waits at a gate."""
     state: dict[str, Any] = {"tasks": [], "gate": trio.Event(), "cancelled": 0, "entered": 0}
-    app = MCPServer("sse-answers")
+    app = MCPServer("sse-answers", limits=limits) if limits is not None else MCPServer("sse-answers")
 
     @app.tool
     async def echo(text: str) -> str:
@@ -148,6 +150,38 @@ async def test_related_messages_go_out_at_once_before_the_answer() -> None:
     assert events[0].data == "" and all(e.id is not None for e in events)
     assert len({e.id for e in events}) == len(events)
     assert _served_in_its_post(state["tasks"][0])
+
+
+async def test_an_sse_call_that_waits_its_turn_is_served_by_a_worker_and_answered_the_same() -> None:
+    """Room for one handler: a second call, while the first waits at the
+    gate, cannot be served in its POST; a worker serves it once the first is
+    done, and its stream is the same (priming event, related message, answer, ids)."""
+    app, state = _app(PeerLimits(max_concurrent_handlers=1, max_queued_requests=4))
+    async with serving(app, **SSE) as (_, url), http() as client:
+        session = await initialize(client, url)
+        first = _call(session, "progress_then_wait", {"steps": 0})
+        second = _call(session, "progress_then_wait", {"steps": 0})
+        responses: dict[str, httpx.Response] = {}
+
+        async def post(name: str, call: dict[str, Any]) -> None:
+            responses[name] = await session.post(call)
+
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(post, "first", first)
+                await _until(lambda: state["entered"] == 1)
+                nursery.start_soon(post, "second", second)
+                await _until(lambda: app_running(app) == 2)  # the second one queued
+                assert state["entered"] == 1
+                state["gate"].set()
+    for name, call in (("first", first), ("second", second)):
+        events = SseDecoder().feed(responses[name].content)
+        assert events[0].data == "" and all(e.id is not None for e in events)
+        received = messages(events)
+        assert [m.get("method") for m in received] == ["notifications/message", None]
+        assert received[-1]["id"] == call["id"]
+        assert received[-1]["result"]["content"][0]["text"] == "finished"
+    assert not _served_in_its_post(state["tasks"][1])
 
 
 async def test_a_request_to_the_client_goes_on_the_posts_stream_before_its_answer() -> None:

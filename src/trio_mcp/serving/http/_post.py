@@ -35,7 +35,7 @@ from ._get import answer_status, pump, session_headers
 from ._session import HttpSessionStream
 from ._sse_post import InlineSse
 from ._stateless import rejection, typed_request
-from ._streams import Conn, Event
+from ._streams import Conn
 from ._watch import Guard
 
 if TYPE_CHECKING:
@@ -240,15 +240,16 @@ def _formats(content_type: str, accept: str | None) -> tuple[bool, bool]:
     return json_ok, sse_ok
 
 
-def _take_back(inline: InlineSse, guard: Guard) -> list[Event]:
-    """A POST's SSE answer that a worker serves after all: its events so far
-    (none written yet), for the pump, which writes the rest."""
-    inline.conn.inline = None
+def _take_back(inline: InlineSse, guard: Guard) -> None:
+    """A POST's SSE answer that a worker serves after all: its connection
+    becomes a channel again, for the pump, its event so far (the priming
+    event; the handler has not run) queued in it."""
+    conn = inline.conn
+    conn.inline = None
     guard.ping = guard.on_gone = guard.on_cancel = guard.on_watch = None
-    held = inline.held[:]
+    for event_id, data in inline.held:
+        conn.send.send_nowait(("e", event_id, data))
     inline.held.clear()
-    inline.ended = True
-    return held
 
 
 def batch_limit(app: StreamableHttpApp) -> int:
@@ -300,7 +301,6 @@ async def _post_session(
     # are then written by the tasks that emit them (see _sse_post).
     here = mode != "auto" and not batch and not is_init
     inline = InlineSse(app, session, stream, conn, send, guard) if here and mode == "sse" else None
-    initial: list[Event] = []
     try:
         if mode == "sse":
             await stream.open_sse()
@@ -317,7 +317,7 @@ async def _post_session(
                 if answers is not None:  # the usual case: no pump, the caller writes it
                     return _json_answer(session, answers[0], answer_headers)
             elif inline is not None:  # served by a worker: the pump writes what is held
-                initial = _take_back(inline, guard)
+                _take_back(inline, guard)
         if not here or not served:
             status = await session.enqueue(frame)
     except BaseException:
@@ -340,7 +340,7 @@ async def _post_session(
         session,
         stream,
         conn,
-        initial,
+        [],
         guard.receive,
         send,
         sse_now=mode == "sse",
