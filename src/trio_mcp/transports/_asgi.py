@@ -15,6 +15,7 @@ __all__ = [
     "Disconnected",
     "HttpError",
     "Receive",
+    "SSE_HEADERS",
     "Scope",
     "Send",
     "as_tuple",
@@ -116,20 +117,17 @@ async def respond(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+#: The headers of a ``text/event-stream`` response, never cached or buffered by proxies.
+SSE_HEADERS: Final = (
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+)
+
+
 async def start_event_stream(send: Send, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    """Start a ``200 text/event-stream`` response (never cached or buffered by proxies)."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"text/event-stream"),
-                (b"cache-control", b"no-cache, no-transform"),
-                (b"x-accel-buffering", b"no"),
-                *headers,
-            ],
-        }
-    )
+    """Start a ``200 text/event-stream`` response (:data:`SSE_HEADERS`, then ``headers``)."""
+    await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *headers]})
 
 
 async def read_body(

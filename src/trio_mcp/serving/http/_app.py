@@ -424,18 +424,25 @@ class StreamableHttpApp(AsgiApp):
         self._retained_wakeup.set()
 
     async def _janitor(self) -> None:
+        """Forget completed streams once retained: all those due at each wake-up
+        (every eighth of the retention at most), not one wake-up per stream."""
         retained = self._retained
+        tick = min(1.0, self.settings.completed_stream_retention / 8)
         while True:
             if not retained:
                 self._retained_wakeup = trio.Event()
                 await self._retained_wakeup.wait()
                 continue
-            deadline, session, stream_id = retained[0]
-            await trio.sleep_until(deadline)
-            retained.popleft()
-            if stream_id in session.stored_streams:
-                session.stored_streams.discard(stream_id)
-                await self._forget([stream_id])
+            await trio.sleep_until(retained[0][0] + tick)
+            now = trio.current_time()
+            due = []
+            while retained and retained[0][0] <= now:
+                _, session, stream_id = retained.popleft()
+                if stream_id in session.stored_streams:
+                    session.stored_streams.discard(stream_id)
+                    due.append(stream_id)
+            if due:
+                await self._forget(due)
 
     async def _forget(self, stream_ids: Iterable[str]) -> None:
         store = self.event_store

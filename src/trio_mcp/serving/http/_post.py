@@ -33,6 +33,7 @@ from ...transports._asgi import (
 from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
 from ._get import answer_status, pump, session_headers
 from ._session import HttpSessionStream
+from ._sse_post import InlineSse
 from ._stateless import rejection, typed_request
 from ._streams import Conn
 from ._watch import Guard
@@ -85,8 +86,11 @@ async def handle_post(
         return
     if guard.cancelled_by_peer:
         # The client cancelled the request served in this POST's task: it is
-        # never answered; the POST gets 202 (see _post_session).
-        await respond(send, 202, b"", guard.serving or ())
+        # never answered; the POST gets 202, or its SSE stream ends (see _post_session).
+        if guard.on_cancel is not None:
+            await guard.on_cancel()
+        else:
+            await respond(send, 202, b"", guard.serving or ())
         return
     if guard.body_timed_out:
         # A stalled body: the server then closes the connection, whose body is unread.
@@ -236,6 +240,18 @@ def _formats(content_type: str, accept: str | None) -> tuple[bool, bool]:
     return json_ok, sse_ok
 
 
+def _take_back(inline: InlineSse, guard: Guard) -> None:
+    """A POST's SSE answer that a worker serves after all: its connection
+    becomes a channel again, for the pump, its event so far (the priming
+    event; the handler has not run) queued in it."""
+    conn = inline.conn
+    conn.inline = None
+    guard.ping = guard.on_gone = guard.on_cancel = guard.on_watch = None
+    for event_id, data in inline.held:
+        conn.send.send_nowait(("e", event_id, data))
+    inline.held.clear()
+
+
 def batch_limit(app: StreamableHttpApp) -> int:
     """The most messages one JSON-RPC batch may carry: the app's
     ``PeerLimits.max_batch_items`` (the peer's bound, read here because a
@@ -278,14 +294,16 @@ async def _post_session(
     stream = session.new_post_stream(ids, mode, conn, batch, headers)
     if is_init:
         session.init_id = requests[0].id
+    # A request answered as JSON or SSE is served right here when nothing
+    # waits ahead of it (no hop to a worker: its answer is on the stream
+    # after), in the POST's one scope: the client going away (watched from
+    # the delay on) or cancelling the request ends it. An SSE answer's events
+    # are then written by the tasks that emit them (see _sse_post).
+    here = mode != "auto" and not batch and not is_init
+    inline = InlineSse(app, session, stream, conn, send, guard) if here and mode == "sse" else None
     try:
         if mode == "sse":
             await stream.open_sse()
-        # A request answered as JSON is served right here when nothing waits
-        # ahead of it (no hop to a worker: its answer is on the stream after),
-        # in the POST's one scope: the client going away (watched from the
-        # delay on) or cancelling the request ends it.
-        here = mode == "json" and not batch and not is_init
         status = 0
         if here:
             guard.watch_after_delay()
@@ -293,14 +311,21 @@ async def _post_session(
             served = await session.serve_here(frame, guard.scope)
             guard.serving = None
             if served:
+                if inline is not None:
+                    return await inline.finish()
                 answers = conn.take_json()
                 if answers is not None:  # the usual case: no pump, the caller writes it
                     return _json_answer(session, answers[0], answer_headers)
+            elif inline is not None:  # served by a worker: the pump writes what is held
+                _take_back(inline, guard)
         if not here or not served:
             status = await session.enqueue(frame)
     except BaseException:
         session.abandon(stream)
         raise
+    finally:
+        if inline is not None:
+            inline.close()
     if status:
         session.abandon(stream)
         if is_init:

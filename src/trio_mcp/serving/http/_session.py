@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 import trio
@@ -143,15 +143,30 @@ class HttpSessionStream:
     async def store_event(self, stream_id: str, data: bytes) -> str | None:
         """Store an event; None when the store failed or timed out (the
         event then goes out without an id: it cannot be resumed)."""
+        stored = self.store_event_now(stream_id, data)
+        if stored is not False:
+            return stored
         store = self.store
         assert store is not None
         try:
-            nowait = getattr(type(store), "store_event_nowait", None)
-            if nowait is not None:  # a store that never blocks: no deadline to keep
-                event_id: str = nowait(store, stream_id, data)
-            else:
-                with trio.fail_after(self.settings.store_timeout):
-                    event_id = await store.store_event(stream_id, data)
+            with trio.fail_after(self.settings.store_timeout):
+                event_id = await store.store_event(stream_id, data)
+        except Exception:
+            log.exception("event store: store_event failed")
+            return None
+        self.stored_streams.add(stream_id)
+        return event_id
+
+    def store_event_now(self, stream_id: str, data: bytes) -> str | None | Literal[False]:
+        """:meth:`store_event` with a store that never blocks (one with
+        ``store_event_nowait``: no deadline to keep); False with any other."""
+        store = self.store
+        assert store is not None
+        nowait = getattr(type(store), "store_event_nowait", None)
+        if nowait is None:
+            return False
+        try:
+            event_id: str = nowait(store, stream_id, data)
         except Exception:
             log.exception("event store: store_event failed")
             return None

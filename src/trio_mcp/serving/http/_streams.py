@@ -21,6 +21,7 @@ from ._config import Mode
 
 if TYPE_CHECKING:
     from ._session import HttpSessionStream
+    from ._sse_post import InlineSse
 
 __all__ = ["Busy", "Conn", "Event", "OutStream"]
 
@@ -44,10 +45,12 @@ class Conn:
 
     SSE events travel through a bounded channel (``send`` / ``recv``), made
     when first used: a POST answered as JSON, the usual case, only ever gets
-    its one last item, handed over without one (see :meth:`next`).
+    its one last item, handed over without one (see :meth:`next`); a POST
+    whose request is served in its own task has them written by its
+    ``inline`` writer instead (see :mod:`._sse_post`).
     """
 
-    __slots__ = ("_buffer", "_closed", "_last", "_recv", "_send", "_wake", "complete", "sse_ok")
+    __slots__ = ("_buffer", "_closed", "_last", "_recv", "_send", "_wake", "complete", "inline", "sse_ok")
 
     def __init__(self, buffer: int, sse_ok: bool) -> None:
         self._buffer = buffer
@@ -58,6 +61,8 @@ class Conn:
         self._wake: trio.Event | None = None
         self.sse_ok = sse_ok
         self.complete = False
+        #: The writer of a POST's SSE answer served in the POST's task (no channel).
+        self.inline: InlineSse | None = None
 
     def _open(self) -> None:
         # (not subscripted: ``open_memory_channel[...]`` costs a typing lookup per call)
@@ -133,6 +138,13 @@ class Conn:
         else:
             self._woken()
 
+    async def wait_ended(self) -> None:
+        """Until the producer has ended it (an ``inline`` connection's)."""
+        while not self._closed:
+            if self._wake is None:
+                self._wake = trio.Event()
+            await self._wake.wait()
+
     async def next(self) -> tuple[Any, ...] | None:
         """The next item; None at the end."""
         while self._recv is None:
@@ -194,15 +206,41 @@ class OutStream:
     # ------------------------------------------------------------ producer
 
     def answer_nowait(self, message: Any, answers: int | str) -> bool:
-        """Take the answer to request ``answers`` if this is a JSON stream
+        """Take the answer to request ``answers`` if this is a JSON stream, or
+        an SSE one written by its POST's task (see :meth:`_hold_answer`)
         (nothing to await, so no lock to take: the lock orders the awaits of
         the SSE path; and no schedule point: its sender, a worker or the
         POST's own task, has its own); False: :meth:`deliver` it."""
         lock = self._lock
-        if self.mode == "sse" or (lock is not None and lock.locked()):
+        if lock is not None and lock.locked():
             return False
+        if self.mode == "sse":
+            conn = self.conn
+            if conn is None or conn.inline is None or self.done:
+                return False
+            return self._hold_answer(conn.inline, message, answers)
         if not self.done:
             self._add_json_answer(message, answers)
+        return True
+
+    def _hold_answer(self, inline: InlineSse, message: Any, answers: int | str) -> bool:
+        """The answer of a POST's SSE stream served in its own task, held for
+        the stream's last write when its event (if any) is stored without
+        waiting; False: :meth:`deliver` it."""
+        session = self.session
+        data = encode(message)
+        event_id = None
+        if session.store is not None:
+            stored = session.store_event_now(self.id, data)
+            if stored is False:
+                return False  # a store that may block: stored under the lock
+            if stored is not None:
+                event_id = stored
+                self.has_ids = True
+        inline.held.append((event_id, data))
+        self.pending.discard(answers)
+        if not self.pending:
+            self._finish()
         return True
 
     async def deliver(self, message: Any, answers: int | str | None = None) -> bool:
@@ -223,7 +261,7 @@ class OutStream:
                 else:
                     self._add_json_answer(message, answers)
                     return True
-            await self._emit(encode(message))
+            await self._emit(encode(message), hold=answers is not None)
             if answers is not None:
                 self.pending.discard(answers)
                 if not self.pending:
@@ -250,9 +288,12 @@ class OutStream:
 
     async def _prime(self) -> None:
         if self.session.store is not None and self.session.primes:
-            await self._emit(b"")
+            await self._emit(b"", hold=True)
 
-    async def _emit(self, data: bytes) -> None:
+    async def _emit(self, data: bytes, *, hold: bool = False) -> None:
+        """Store ``data`` as an event (with an event store) and send it on the
+        connection; an ``inline`` one writes it at once unless ``hold`` (the
+        priming event, an answer: they go out with the end of the stream)."""
         session = self.session
         if self.conn is None and not self.ever_attached and self.backlog is not None:
             # The standalone stream before its first GET: keep the message
@@ -271,6 +312,10 @@ class OutStream:
                 self.has_ids = True
         conn = self.conn
         if conn is not None:
+            inline = conn.inline
+            if inline is not None:
+                await inline.event(event_id, data, hold)
+                return
             try:
                 try:
                     conn.send.send_nowait(("e", event_id, data))
@@ -383,8 +428,11 @@ class OutStream:
                 await self._switch_to_sse()
             if not self.has_ids:
                 return False
-            if self.conn is not None:
-                self.detach(self.conn)  # queued events still go out first
+            conn = self.conn
+            if conn is not None:
+                self.detach(conn)  # queued events still go out first
+                if conn.inline is not None:
+                    await conn.inline.end_early()
             return True
 
     def detach(self, conn: Conn) -> None:

@@ -42,6 +42,9 @@ class Guard:
         "due",
         "gone",
         "now",
+        "on_cancel",
+        "on_gone",
+        "on_watch",
         "over",
         "ping",
         "ping_interval",
@@ -82,6 +85,14 @@ class Guard:
         #: runs (an SSE answer's keep-alive comments; see :meth:`keep_alive`).
         self.ping: Callable[[], Awaitable[None]] | None = None
         self.ping_interval = math.inf
+        #: Asked when the watcher finds the client gone: True when the POST
+        #: goes on without it (a resumable SSE answer), else the scope is cancelled.
+        self.on_gone: Callable[[], bool] | None = None
+        #: Called once when the watcher starts (the POST has run for the delay).
+        self.on_watch: Callable[[], Awaitable[None]] | None = None
+        #: Writes the answer of a POST whose request was cancelled while served
+        #: in its scope (see :attr:`cancelled_by_peer`), instead of a ``202``.
+        self.on_cancel: Callable[[], Awaitable[None]] | None = None
 
     def keep_alive(self, ping: Callable[[], Awaitable[None]], interval: float) -> None:
         """Have the watcher also call ``ping`` whenever the client has heard
@@ -212,6 +223,8 @@ async def _watch_one(guard: Guard) -> None:
             return
         guard.watcher = scope
         try:
+            if guard.on_watch is not None:
+                await guard.on_watch()
             while True:
                 message = None
                 with trio.move_on_after(guard.ping_interval):
@@ -226,4 +239,8 @@ async def _watch_one(guard: Guard) -> None:
             return
         if not guard.done:
             guard.gone = True
+            on_gone = guard.on_gone
+            if on_gone is not None and on_gone():
+                guard.done = True  # the POST goes on without its client
+                return
             guard.scope.cancel()
