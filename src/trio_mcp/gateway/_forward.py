@@ -63,6 +63,7 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportError
 from ._pacing import Deadlines, Writer
+from ._splice import BackendTap, backend_tap, read_head, utf8
 
 if TYPE_CHECKING:
     from ..actors._server import ServerSession
@@ -113,21 +114,31 @@ class _Route:
     the ones it was made with (three identity checks per call)."""
 
     __slots__ = (
+        "checked",
         "conn",
         "counts",
+        "due",
         "entry",
         "head",
         "peer",
         "public",
         "server",
         "session",
+        "tap",
         "timeout",
         "tools",
         "upstream",
     )
 
     def __init__(
-        self, public: str, server: str, tool: str, conn: Connection, upstream: _Upstream, gateway: Gateway
+        self,
+        public: str,
+        server: str,
+        tool: str,
+        conn: Connection,
+        upstream: _Upstream,
+        gateway: Gateway,
+        deadlines: Deadlines,
     ) -> None:
         self.public = public
         self.server = server
@@ -141,12 +152,31 @@ class _Route:
         self.counts = gateway.counts(server)
         #: The params' JSON up to the tool's name.
         self.head = b'{"name":' + _encode(tool)
+        #: The server's stream tap (None: its answers come through its peer).
+        self.tap = upstream.tap
+        #: The deadline queue of its calls, and the read it was last checked in.
+        self.due = deadlines.queue(self.timeout)
+        self.checked = -1
+
+    def valid(self, gateway: Gateway) -> bool:
+        """Its server's session, tool list and configuration entry are the ones it was made with."""
+        return (
+            self.conn.live_session is self.session
+            and self.conn.tools is self.tools
+            and gateway.entries.get(self.server) is self.entry
+        )
+
+    def forget(self, backend_id: int) -> None:
+        """No answer to ``backend_id`` is awaited any more."""
+        self.peer.forget(backend_id)
+        if self.tap is not None:
+            self.tap.calls.pop(backend_id, None)
 
 
 class _Call:
     """One forwarded call: what its server's peer delivers the answer to."""
 
-    __slots__ = ("backend_id", "deadline", "done", "front", "front_id", "route", "token")
+    __slots__ = ("backend_id", "deadline", "done", "front", "front_id", "front_json", "route", "token")
 
     def __init__(self, front: ForwardingStream, front_id: int | str, route: _Route, token: Any) -> None:
         self.front = front
@@ -157,6 +187,8 @@ class _Call:
         #: The client's progress token (None: it asked for none).
         self.token = token
         self.done = False
+        #: The client's id as JSON (set by the byte path).
+        self.front_json = b""
 
     def deliver(self, value: outcome.Outcome[Any]) -> None:
         """The server answered (or its session ended): the client's answer, with its id."""
@@ -168,8 +200,8 @@ class _Call:
         ident = self.front_id
         calls.pop(ident, None)
         route = self.route
-        if self.token is not None:
-            route.peer.forget(self.backend_id)  # its progress entry
+        if self.token is not None or route.tap is not None:
+            route.forget(self.backend_id)  # its progress entry, its entry at the tap
         if type(value) is outcome.Value:
             msg = value.value
             if type(msg) is Response:
@@ -189,14 +221,17 @@ class _Call:
 
 
 class _Upstream:
-    """One server session as the forwarding path sees it: its peer and a writer."""
+    """One server session as the forwarding path sees it: its peer, a writer,
+    its stream's tap and the calls for it read in this read of the client."""
 
-    __slots__ = ("peer", "session", "writer")
+    __slots__ = ("lines", "peer", "session", "tap", "writer")
 
     def __init__(self, session: ClientSession) -> None:
         self.session = session
         self.peer = session.peer
         self.writer = Writer(session.peer.stream)
+        self.tap: BackendTap | None = backend_tap(session.peer)
+        self.lines: list[bytes] = []
 
 
 class ForwardingStream:
@@ -222,8 +257,16 @@ class ForwardingStream:
         self._ready = False  # the session is initialized
         #: The time the current read began (the deadlines of its calls count from it).
         self._now = 0.0
+        # The byte path (see ._splice): the reads of the client's stream so far,
+        # whether a read is under way, the servers written to in it, the
+        # answers to write to the client.
+        self._reads = 0
+        self._reading = False
+        self._touched: list[_Upstream] = []
+        self._answers: list[bytes] = []
         # statistics
         self._forwarded = 0
+        self._spliced = 0
         self._overloaded = 0
         self._cancelled = 0
         self._timed_out = 0
@@ -283,6 +326,7 @@ class ForwardingStream:
         return {
             **(inner() if inner is not None else {}),
             "calls_forwarded": self._forwarded,
+            "calls_spliced": self._spliced,
             "calls_out": len(self._calls),
             "calls_overloaded": self._overloaded,
             "calls_cancelled": self._cancelled,
@@ -300,6 +344,9 @@ class ForwardingStream:
         self._clock = trio.lowlevel.current_clock()
         # A traced session sees every request through its dispatcher: none is taken from it.
         self._on = session.peer.dispatcher is session
+        tapped = self._on and getattr(type(self._inner), "set_tap", None) is not None
+        if tapped:
+            self._inner.set_tap(self)  # type: ignore[attr-defined]
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -311,6 +358,8 @@ class ForwardingStream:
                     nursery.cancel_scope.cancel()
         finally:
             self._on = False
+            if tapped:
+                self._inner.set_tap(None)  # type: ignore[attr-defined]
             with trio.move_on_after(self._cancel_send_timeout, shield=True):
                 await self._abandon()
 
@@ -323,7 +372,7 @@ class ForwardingStream:
             mine = [c for c in calls if c.route.upstream is upstream]
             for call in mine:
                 call.done = True
-                upstream.peer.forget(call.backend_id)
+                call.route.forget(call.backend_id)
             if mine and not upstream.peer.closed:
                 try:
                     await upstream.writer.write([_cancelled(c.backend_id, "client gone") for c in mine])
@@ -340,6 +389,94 @@ class ForwardingStream:
         if kind is Notification and frame.method == "notifications/cancelled" and self._calls:
             return self._client_cancelled(frame.params)
         return False
+
+    def take(self, line: bytes) -> bool:
+        """A line of the client's stream (its tap, see :mod:`._splice`): a
+        plain call of a routed tool of a server with a tapped stream is
+        written to it as bytes, its id and tool name spliced in; False: the
+        line is decoded, and goes the frame path."""
+        if not self._ready:
+            session = self._session
+            if not self._on or session is None or not session.initialized:
+                return False
+            self._ready = True
+        try:
+            head = read_head(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        params = head.params
+        if (
+            head.method != "tools/call"
+            or head.jsonrpc != "2.0"
+            or params.meta is not UNSET  # a progress token (its relay is in order), the stateless era
+            or params.task is not UNSET
+            or head.result is not UNSET
+            or head.error is not UNSET
+            or not utf8(line)
+        ):
+            return False
+        if not self._reading:
+            self._reading = True
+            self._reads += 1
+            assert self._clock is not None
+            self._now = self._clock.current_time()
+        route = self._routes.get(params.name)
+        if route is None or route.checked != self._reads:
+            if route is None or not route.valid(self._gateway):
+                route = self._route(params.name)
+                if route is None:
+                    return False  # the handler path gives the answer
+            route.checked = self._reads  # nothing changes in the middle of a read
+        if route.tap is None:
+            return False
+        ident = head.id
+        calls = self._calls
+        if ident in calls or len(calls) + len(self._writer.queue) >= self._capacity:
+            return False  # the frame path gives the error
+        call = _Call(self, ident, route, None)
+        try:
+            call.backend_id = backend_id = route.peer.expect(call)
+        except McpError:
+            return False
+        route.tap.calls[backend_id] = call
+        call.front_json = b"%d" % ident if type(ident) is int else _encode(ident)
+        upstream = route.upstream
+        lines = upstream.lines
+        if not lines:
+            self._touched.append(upstream)
+        arguments = params.arguments
+        if arguments is UNSET:
+            lines.append(
+                b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}}' % (backend_id, route.head)
+            )
+        else:
+            lines.append(
+                b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s,"arguments":%s}}'
+                % (backend_id, route.head, arguments)
+            )
+        calls[ident] = call
+        call.deadline = self._now + route.timeout
+        route.due.append(call)
+        route.counts.calls += 1
+        self._forwarded += 1
+        self._spliced += 1
+        return True
+
+    def flush(self) -> None:
+        """The lines of a read of the client were offered: the calls taken go to their servers."""
+        self._reading = False
+        touched = self._touched
+        if touched:
+            for upstream in touched:
+                upstream.writer.send_lines(upstream.lines)
+                upstream.lines = []
+            touched.clear()
+            self._deadlines.settle()
+
+    def _write_answers(self) -> None:
+        """The answers the servers' taps spliced in one read of theirs, to the client."""
+        lines, self._answers = self._answers, []
+        self._writer.send_lines(lines)
 
     def _forward(self, req: Request) -> bool:
         params = req.params
@@ -365,12 +502,7 @@ class ForwardingStream:
         if call.task is not UNSET:
             return False
         route = self._routes.get(call.name)
-        if (
-            route is None
-            or route.conn.live_session is not route.session
-            or route.conn.tools is not route.tools
-            or self._gateway.entries.get(route.server) is not route.entry
-        ):
+        if route is None or not route.valid(self._gateway):
             route = self._route(call.name)
             if route is None:
                 return False
@@ -431,7 +563,8 @@ class ForwardingStream:
             self._nursery.start_soon(upstream.writer.run)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()  # names of tools gone by: start again
-        route = self._routes[public] = _Route(public, server, tool, conn, upstream, self._gateway)
+        route = _Route(public, server, tool, conn, upstream, self._gateway, self._deadlines)
+        self._routes[public] = route
         return route
 
     def _client_cancelled(self, params: Any) -> bool:
@@ -454,7 +587,7 @@ class ForwardingStream:
         """``call`` is no longer wanted: its server is told so."""
         call.done = True
         upstream = call.route.upstream
-        upstream.peer.forget(call.backend_id)
+        call.route.forget(call.backend_id)
         if not upstream.writer.closed:
             upstream.writer.send_soon(_cancelled(call.backend_id, reason))
 
