@@ -341,9 +341,9 @@ async def test_answers_out_of_order_reach_their_own_callers(processes: set[int])
 
             async with trio.open_nursery() as nursery:
                 for i in range(MANY):
-                    nursery.start_soon(call, f"call {i}")
+                    nursery.start_soon(call, f"call {i} ✓")  # not ASCII: checked UTF-8, passed as bytes
             # The server answered the last of them first (each waits for every later one).
-            assert answers == {f"call {i}": f"call {i}" for i in range(MANY)}
+            assert answers == {f"call {i} ✓": f"call {i} ✓" for i in range(MANY)}
             assert spliced(gw) == before + MANY and front_of(gw).statistics()["calls_out"] == 0
             assert gw.server_statistics()["b"].calls == MANY + 1
     assert await wait_gone(processes) == set()

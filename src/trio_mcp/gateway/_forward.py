@@ -412,7 +412,7 @@ class ForwardingStream:
             or params.task is not UNSET
             or head.result is not UNSET
             or head.error is not UNSET
-            or not utf8(line)
+            or not (line.isascii() or utf8(line))
         ):
             return False
         if not self._reading:

@@ -16,10 +16,12 @@ Both stdio streams offer each line of a read to a tap before they decode it
   as the server's JSON) and written to its client with the client's id
   spliced in; the answers of one read go to each client in one write.
 
-A line either tap does not take (anything but these two, a call with a
-progress token or a task, an answer to a call with one, invalid UTF-8, a
-malformed error) is decoded by its stream as before: the frame path of
-:mod:`._forward` or the handler path gives the same answers as without taps.
+A line either tap does not take (anything but these two: a call with a
+progress token or a task, any other message, invalid UTF-8, a malformed
+error) is decoded by its stream as before, and so are the lines after it in
+the same read (none overtakes an earlier one: a cancellation still reaches a
+server before the calls read after it): the frame path of :mod:`._forward`
+or the handler path gives the same answers as without taps.
 """
 
 from __future__ import annotations
@@ -121,12 +123,12 @@ class BackendTap:
             return False
         result = answer.result
         if result is not UNSET:
-            if answer.error is not UNSET or not utf8(line):
+            if answer.error is not UNSET or not (line.isascii() or utf8(line)):
                 return False
             body = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (call.front_json, result)
         else:
             error = answer.error
-            if error is UNSET or not utf8(line) or not _valid_error(error):
+            if error is UNSET or not (line.isascii() or utf8(line)) or not _valid_error(error):
                 return False
             body = b'{"jsonrpc":"2.0","id":%s,"error":%s}' % (call.front_json, error)
             call.route.counts.errors += 1

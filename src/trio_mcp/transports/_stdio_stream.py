@@ -53,7 +53,8 @@ class LineTap(Protocol):
     they are decoded (a proxy passing messages on as bytes)."""
 
     def take(self, line: bytes) -> bool:
-        """True: ``line`` (one message, no newline) is taken here and is no frame."""
+        """True: ``line`` (one message, no newline) is taken here and is no frame
+        (False: it and the rest of its read are decoded)."""
 
     def flush(self) -> None:
         """The lines of one read were offered: act on what was taken."""
@@ -150,9 +151,11 @@ class StdioStream:
         return self._tap
 
     def set_tap(self, tap: LineTap | None) -> None:
-        """Offer every line of a read to ``tap.take`` before it is decoded (a
-        line it takes is not a frame), then call ``tap.flush()``; None: no tap.
-        Lines read one at a time (past ``max_line_bytes`` in one read) are not offered."""
+        """Offer the lines of each read, in order, to ``tap.take`` before they
+        are decoded, until it refuses one (a line it takes is not a frame; the
+        lines from the one it refuses on are decoded, so no line overtakes an
+        earlier one), then call ``tap.flush()``; None: no tap. Lines read one
+        at a time (past ``max_line_bytes`` in one read) are not offered."""
         self._tap = tap
 
     def receive_nowait(self) -> Frame:
@@ -213,16 +216,19 @@ class StdioStream:
                 for line in chunk.split(b"\n"):
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
-                    if tap is not None and tap.take(line):
-                        taken += 1
-                        continue
+                    if tap is not None:
+                        if tap.take(line):
+                            taken += 1
+                            continue
+                        tap = None  # the rest of the read is decoded: the lines keep their order
                     frame = decoder(line)
                     if type(frame) is InvalidMessage:
                         frame = self._invalid_frame(frame, line)
                     append(frame)
-                if tap is not None:
+                if taken:
                     self._frames_in += taken
-                    tap.flush()
+                if self._tap is not None:
+                    self._tap.flush()
                 if frames:
                     self._frames_in += len(frames)
                     return frames.popleft()
