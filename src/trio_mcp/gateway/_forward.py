@@ -173,22 +173,20 @@ class _Route:
             self.tap.calls.pop(backend_id, None)
 
 
-class _Call:
-    """One forwarded call: what its server's peer delivers the answer to."""
+class _Call(msgspec.Struct, eq=False):
+    """One forwarded call: what its server's peer delivers the answer to (a
+    struct: made without a Python frame, once per call)."""
 
-    __slots__ = ("backend_id", "deadline", "done", "front", "front_id", "front_json", "route", "token")
-
-    def __init__(self, front: ForwardingStream, front_id: int | str, route: _Route, token: Any) -> None:
-        self.front = front
-        self.front_id = front_id
-        self.route = route
-        self.backend_id = 0
-        self.deadline = math.inf
-        #: The client's progress token (None: it asked for none).
-        self.token = token
-        self.done = False
-        #: The client's id as JSON (set by the byte path).
-        self.front_json = b""
+    front: ForwardingStream
+    front_id: int | str
+    route: _Route
+    #: The client's progress token (None: it asked for none).
+    token: Any
+    backend_id: int = 0
+    deadline: float = math.inf
+    done: bool = False
+    #: The client's id as JSON (the byte path's).
+    front_json: bytes = b""
 
     def deliver(self, value: outcome.Outcome[Any]) -> None:
         """The server answered (or its session ended): the client's answer, with its id."""
@@ -433,13 +431,21 @@ class ForwardingStream:
         calls = self._calls
         if ident in calls or len(calls) + len(self._writer.queue) >= self._capacity:
             return False  # the frame path gives the error
-        call = _Call(self, ident, route, None)
+        call = _Call(
+            self,
+            ident,
+            route,
+            None,
+            0,
+            self._now + route.timeout,
+            False,
+            b"%d" % ident if type(ident) is int else _encode(ident),
+        )
         try:
             call.backend_id = backend_id = route.peer.expect(call)
         except McpError:
             return False
         route.tap.calls[backend_id] = call
-        call.front_json = b"%d" % ident if type(ident) is int else _encode(ident)
         upstream = route.upstream
         lines = upstream.lines
         if not lines:
@@ -455,7 +461,6 @@ class ForwardingStream:
                 % (backend_id, route.head, arguments)
             )
         calls[ident] = call
-        call.deadline = self._now + route.timeout
         route.due.append(call)
         route.counts.calls += 1
         self._forwarded += 1

@@ -101,10 +101,11 @@ class BackendTap:
     also expected at the peer (:meth:`Peer.expect`), which fails it when the
     session ends."""
 
-    __slots__ = ("_fronts", "calls", "peer")
+    __slots__ = ("_forget", "_fronts", "calls", "peer")
 
     def __init__(self, peer: Peer) -> None:
         self.peer = peer
+        self._forget = peer.forget
         self.calls: dict[int | str, _Call] = {}
         #: The clients answered in this read (their lines are written at flush).
         self._fronts: list[ForwardingStream] = []
@@ -133,7 +134,7 @@ class BackendTap:
             body = b'{"jsonrpc":"2.0","id":%s,"error":%s}' % (call.front_json, error)
             call.route.counts.errors += 1
         del calls[ident]  # type: ignore[arg-type]
-        self.peer.forget(ident)  # type: ignore[arg-type]
+        self._forget(ident)  # type: ignore[arg-type]
         call.done = True
         front = call.front
         front._calls.pop(call.front_id, None)

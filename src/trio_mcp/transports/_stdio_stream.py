@@ -211,16 +211,16 @@ class StdioStream:
                 self._scan = 0
                 decoder = decode_utf8 if chunk.isascii() else decode  # ASCII: checked once for all
                 append = frames.append
-                tap = self._tap
+                take = None if self._tap is None else self._tap.take
                 taken = 0
                 for line in chunk.split(b"\n"):
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
-                    if tap is not None:
-                        if tap.take(line):
+                    if take is not None:
+                        if take(line):
                             taken += 1
                             continue
-                        tap = None  # the rest of the read is decoded: the lines keep their order
+                        take = None  # the rest of the read is decoded: the lines keep their order
                     frame = decoder(line)
                     if type(frame) is InvalidMessage:
                         frame = self._invalid_frame(frame, line)
