@@ -392,11 +392,11 @@ async def test_calls_on_the_byte_path_the_client_cancels_are_cancelled_at_the_se
                 running = await client.call_tool("b__running", {"n": blocked})
                 assert running.structured_content["result"] == blocked  # every one is at the server
                 assert front_of(gw).statistics()["calls_out"] == blocked
+                assert spliced(gw) == before + blocked + 1  # the blocked calls and the one watching
                 nursery.cancel_scope.cancel()
             cancelled = await client.call_tool("b__cancelled", {"n": blocked})
             assert cancelled.structured_content["result"] == blocked
             stats = front_of(gw).statistics()
             assert results == []
             assert stats["calls_cancelled"] == blocked and stats["calls_out"] == 0
-            assert spliced(gw) == before + blocked + 2
     assert await wait_gone(processes) == set()

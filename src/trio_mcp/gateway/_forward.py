@@ -17,6 +17,10 @@ in the session's read loop, and never reaches a handler worker:
   from there with the client's id, its result passed through as JSON, in the
   same way (one write per scheduling turn, or at once when alone).
 
+Over stdio both ways, such a call and its answer do not even become frames:
+the streams' taps take them as lines and pass them on as bytes, their ids
+(and the tool's name) spliced in (:mod:`._splice`, :meth:`ForwardingStream.take`).
+
 The rules of the handler path hold: every call has a deadline (the server's
 timeout; a FIFO queue of deadlines per timeout and one timer task per
 session, instead of a cancel scope per call: see :class:`._pacing.Deadlines`) and, past it, the client gets an ``isError`` result
