@@ -39,21 +39,15 @@ batches) goes to the session as before: the handler path
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-import outcome
 import trio
 from msgspec import UNSET, Raw
 
-from ..actors._client import ClientSession
-from ..actors._connection import Connection
 from ..actors._peer import PeerLimits
 from ..protocol import (
     META_PROTOCOL_VERSION,
-    CallToolResult,
-    ErrorResponse,
     Frame,
     InvalidRequest,
     McpError,
@@ -61,13 +55,13 @@ from ..protocol import (
     Request,
     Response,
     ServerOverloaded,
-    TextContent,
     coerce,
     error_response,
 )
 from ..transports import MessageStream, TransportError
 from ._pacing import Deadlines, Writer
-from ._splice import BackendTap, backend_tap, read_head, utf8
+from ._routes import Call, Route, Upstream, failed_call
+from ._splice import read_head, utf8
 
 if TYPE_CHECKING:
     from ..actors._server import ServerSession
@@ -106,136 +100,6 @@ def forwarded_params(tool: str, arguments: Raw | msgspec.UnsetType, token: int |
     return Raw(body + b"}")
 
 
-def failed_call(text: str) -> CallToolResult:
-    """A call that failed at the gateway, as the model reads it."""
-    return CallToolResult(content=[TextContent(text=text)], is_error=True)
-
-
-class _Route:
-    """Where calls of one public tool name go, for one session of its server:
-    what :meth:`ForwardingStream._forward` would otherwise look up per call.
-    Valid while its server's session, tool list and configuration entry are
-    the ones it was made with (three identity checks per call)."""
-
-    __slots__ = (
-        "checked",
-        "conn",
-        "counts",
-        "due",
-        "entry",
-        "head",
-        "peer",
-        "public",
-        "server",
-        "session",
-        "tap",
-        "timeout",
-        "tools",
-        "upstream",
-    )
-
-    def __init__(
-        self,
-        public: str,
-        server: str,
-        tool: str,
-        conn: Connection,
-        upstream: _Upstream,
-        gateway: Gateway,
-        deadlines: Deadlines,
-    ) -> None:
-        self.public = public
-        self.server = server
-        self.conn = conn
-        self.session = upstream.session
-        self.peer = upstream.peer
-        self.upstream = upstream
-        self.tools = conn.tools
-        self.entry = gateway.entries.get(server)
-        self.timeout = gateway.call_timeout(server)
-        self.counts = gateway.counts(server)
-        #: The params' JSON up to the tool's name.
-        self.head = b'{"name":' + _encode(tool)
-        #: The server's stream tap (None: its answers come through its peer).
-        self.tap = upstream.tap
-        #: The deadline queue of its calls, and the read it was last checked in.
-        self.due = deadlines.queue(self.timeout)
-        self.checked = -1
-
-    def valid(self, gateway: Gateway) -> bool:
-        """Its server's session, tool list and configuration entry are the ones it was made with."""
-        return (
-            self.conn.live_session is self.session
-            and self.conn.tools is self.tools
-            and gateway.entries.get(self.server) is self.entry
-        )
-
-    def forget(self, backend_id: int) -> None:
-        """No answer to ``backend_id`` is awaited any more."""
-        self.peer.forget(backend_id)
-        if self.tap is not None:
-            self.tap.calls.pop(backend_id, None)
-
-
-class _Call(msgspec.Struct, eq=False):
-    """One forwarded call: what its server's peer delivers the answer to (a
-    struct: made without a Python frame, once per call)."""
-
-    front: ForwardingStream
-    front_id: int | str
-    route: _Route
-    #: The client's progress token (None: it asked for none).
-    token: Any
-    backend_id: int = 0
-    deadline: float = math.inf
-    done: bool = False
-    #: The client's id as JSON (the byte path's).
-    front_json: bytes = b""
-
-    def deliver(self, value: outcome.Outcome[Any]) -> None:
-        """The server answered (or its session ended): the client's answer, with its id."""
-        if self.done:
-            return
-        self.done = True
-        front = self.front
-        calls = front._calls
-        ident = self.front_id
-        calls.pop(ident, None)
-        route = self.route
-        if self.token is not None or route.tap is not None:
-            route.forget(self.backend_id)  # its progress entry, its entry at the tap
-        if type(value) is outcome.Value:
-            msg = value.value
-            if type(msg) is Response:
-                out: Any = Response(id=ident, result=msg.result)
-            else:
-                out = ErrorResponse(id=ident, error=msg.error)
-                route.counts.errors += 1
-        else:
-            error = value.error  # type: ignore[attr-defined]
-            why = error.message if isinstance(error, McpError) else str(error)
-            out = Response(id=ident, result=failed_call(f"server {route.server!r} is unavailable: {why}"))
-            route.counts.errors += 1
-        front._writer.send_soon(out, alone=not calls)
-
-    def deliver_progress(self, item: tuple[float, Any, Any], limit: int) -> bool:
-        return self.done or self.front._relay_progress(self, item)
-
-
-class _Upstream:
-    """One server session as the forwarding path sees it: its peer, a writer,
-    its stream's tap and the calls for it read in this read of the client."""
-
-    __slots__ = ("lines", "peer", "session", "tap", "writer")
-
-    def __init__(self, session: ClientSession) -> None:
-        self.session = session
-        self.peer = session.peer
-        self.writer = Writer(session.peer.stream)
-        self.tap: BackendTap | None = backend_tap(session.peer)
-        self.lines: list[bytes] = []
-
-
 class ForwardingStream:
     """The gateway session's stream: the client's stream with plain tool
     calls taken out and forwarded (see the module). Everything else passes
@@ -247,12 +111,12 @@ class ForwardingStream:
         self._gateway = gateway
         self._session: ServerSession | None = None
         self._on = False
-        self._calls: dict[int | str, _Call] = {}
+        self._calls: dict[int | str, Call] = {}
         self._capacity = limits.max_concurrent_handlers + limits.max_queued_requests
         self._cancel_send_timeout = limits.cancel_send_timeout
         self._writer = Writer(stream)
-        self._upstreams: dict[str, _Upstream] = {}
-        self._routes: dict[str, _Route] = {}
+        self._upstreams: dict[str, Upstream] = {}
+        self._routes: dict[str, Route] = {}
         self._deadlines = Deadlines(self._expire, self._calls.__len__)
         self._nursery: trio.Nursery | None = None
         self._clock: trio.abc.Clock | None = None
@@ -264,7 +128,7 @@ class ForwardingStream:
         # answers to write to the client.
         self._reads = 0
         self._reading = False
-        self._touched: list[_Upstream] = []
+        self._touched: list[Upstream] = []
         self._answers: list[bytes] = []
         # statistics
         self._forwarded = 0
@@ -435,7 +299,7 @@ class ForwardingStream:
         calls = self._calls
         if ident in calls or len(calls) + len(self._writer.queue) >= self._capacity:
             return False  # the frame path gives the error
-        call = _Call(
+        call = Call(
             self,
             ident,
             route,
@@ -529,7 +393,7 @@ class ForwardingStream:
             self._overloaded += 1
             writer.send_soon(error_response(ident, ServerOverloaded()))
             return True
-        forwarded = _Call(self, ident, route, token)
+        forwarded = Call(self, ident, route, token)
         try:
             forwarded.backend_id = backend_id = route.peer.expect(forwarded, progress=token is not None)
         except McpError:
@@ -556,7 +420,7 @@ class ForwardingStream:
         self._forwarded += 1
         return True
 
-    def _route(self, public: str) -> _Route | None:
+    def _route(self, public: str) -> Route | None:
         """A new route for ``public`` (None: the handler path takes its calls)."""
         found = self._gateway.forwarding_route(public)
         if found is None:
@@ -567,12 +431,12 @@ class ForwardingStream:
         if upstream is None or upstream.session is not backend:
             if upstream is not None:
                 upstream.writer.close()  # a session of the server's past life
-            upstream = self._upstreams[server] = _Upstream(backend)
+            upstream = self._upstreams[server] = Upstream(backend)
             assert self._nursery is not None
             self._nursery.start_soon(upstream.writer.run)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()  # names of tools gone by: start again
-        route = _Route(public, server, tool, conn, upstream, self._gateway, self._deadlines)
+        route = Route(public, server, tool, conn, upstream, self._gateway, self._deadlines)
         self._routes[public] = route
         return route
 
@@ -592,7 +456,7 @@ class ForwardingStream:
         self._drop(call, reason if isinstance(reason, str) else "cancelled by the client")
         return True
 
-    def _drop(self, call: _Call, reason: str) -> None:
+    def _drop(self, call: Call, reason: str) -> None:
         """``call`` is no longer wanted: its server is told so."""
         call.done = True
         upstream = call.route.upstream
@@ -602,7 +466,7 @@ class ForwardingStream:
 
     # --------------------------------------------------- to the client
 
-    def _expire(self, call: _Call) -> None:
+    def _expire(self, call: Call) -> None:
         """``call`` passed its deadline: the client gets an error result, the server a cancellation."""
         self._calls.pop(call.front_id, None)
         self._timed_out += 1
@@ -613,7 +477,7 @@ class ForwardingStream:
         text = f"server {route.server!r} did not answer tools/call {route.public!r} within {timeout} s"
         self._writer.send_soon(Response(id=call.front_id, result=failed_call(text)), alone=not self._calls)
 
-    def _relay_progress(self, call: _Call, item: tuple[float, Any, Any]) -> bool:
+    def _relay_progress(self, call: Call, item: tuple[float, Any, Any]) -> bool:
         if len(self._writer.queue) >= self._capacity:
             self._progress_dropped += 1
             return False

@@ -34,7 +34,8 @@ from msgspec import UNSET, Raw, UnsetType
 
 if TYPE_CHECKING:
     from ..actors._peer import Peer
-    from ._forward import ForwardingStream, _Call
+    from ._forward import ForwardingStream
+    from ._routes import Call
 
 __all__ = ["Answer", "BackendTap", "Head", "backend_tap", "read_answer", "read_head", "utf8"]
 
@@ -106,7 +107,7 @@ class BackendTap:
     def __init__(self, peer: Peer) -> None:
         self.peer = peer
         self._forget = peer.forget
-        self.calls: dict[int | str, _Call] = {}
+        self.calls: dict[int | str, Call] = {}
         #: The clients answered in this read (their lines are written at flush).
         self._fronts: list[ForwardingStream] = []
 
