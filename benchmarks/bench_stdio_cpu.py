@@ -15,7 +15,9 @@ request, the requests of one read going out in one write (as the Node driver
 of ``bench_stdio_neutral.py`` does). After ``--warmup`` calls, ``--calls``
 calls are measured. A row: the server side's CPU time (user + system, from
 ``/proc/<pid>/stat``, of the server process and, for ``gateway``, of the
-gateway and its server) per call, and the wall-clock calls/s (an indication
+gateway and its server) per call, the CPU time of the process spawned alone
+(``front_cpu_us``: the gateway or relay without its server, from
+``/proc/<pid>/task/*/schedstat``), and the wall-clock calls/s (an indication
 only on a busy machine). Targets, one process each, rotated over the rounds:
 
 * ``trio-mcp``: ``servers/trio_echo_server.py`` (project venv);
@@ -60,7 +62,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _procs import DRIVERS, node_binary
-from _report import load_average
+from _report import cpu_ns, load_average
 
 OURS = HERE / "servers" / "trio_echo_server.py"
 TS = DRIVERS / "ts_stdio_server.mjs"
@@ -227,9 +229,10 @@ def run_one(
         driver.calls(args.warmup, concurrency)
         if prof is not None:
             os.kill(driver.proc.pid, signal.SIGUSR1)  # start profiling
-        before = cpu_seconds(pids)
+        before, front_before = cpu_seconds(pids), cpu_ns(driver.proc.pid) or 0
         wall = driver.calls(calls, concurrency)
         cpu = cpu_seconds(pids) - before
+        front = (cpu_ns(driver.proc.pid) or 0) - front_before
     finally:
         status = driver.close()
     if status != 0:
@@ -239,6 +242,8 @@ def run_one(
         "concurrency": concurrency,
         "calls": calls,
         "server_cpu_us": round(cpu / calls * 1e6, 1),
+        # The process spawned alone (the gateway or relay without its server), from schedstat (ns).
+        "front_cpu_us": round(front / calls / 1e3, 1),
         "calls_per_s": round(calls / wall),
     }
 
@@ -361,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
         for proxy in ("gateway", "gateway-baseline", "relay"):
             if "trio-mcp" in med and proxy in med:
                 print(f"c{c}: direct CPU/call / {proxy} = {med['trio-mcp'] / med[proxy]:.2f}")
+            if proxy in med:
+                own = statistics.median(
+                    x["front_cpu_us"] for x in rows if x["target"] == proxy and x["concurrency"] == c
+                )
+                print(f"c{c}: {proxy} process alone CPU/call = {own:.1f} us")
     print(f"load average now {load_average()}")
     return 0
 

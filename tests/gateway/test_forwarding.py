@@ -6,7 +6,9 @@ as ``notifications/cancelled`` under the server's own ids, too many calls
 out are refused at once (-32001), a server lost with calls out ends each of
 them with an error result, an answer nobody waits for is dropped, and what
 it does not take (filtered tools, middleware) gets the handler path's
-answers.
+answers. Each test runs with the client over an in-memory pair and over a
+pair of pipes (stdio), where plain calls and their answers take the byte
+path (``gateway/_splice.py``).
 """
 
 from __future__ import annotations
@@ -25,27 +27,59 @@ import trio
 from tests.gateway.test_fleet import FOREVER, probe
 from tests.gateway.test_gateway import STDIO, children, processes, wait_gone
 
+from trio_mcp._util import collapse_groups
 from trio_mcp.actors import PeerLimits
-from trio_mcp.actors._client import ClientSession
+from trio_mcp.actors._client import ClientSession, open_session
 from trio_mcp.gateway import Gateway, open_gateway
 from trio_mcp.gateway._forward import ForwardingStream
 from trio_mcp.protocol import InvalidParams, ServerOverloaded
 from trio_mcp.testing import connected
+from trio_mcp.transports import StdioStream
 
 __all__ = ["processes"]
 
 TIMEOUT = 30.0
 STRAY = str(Path(__file__).parent / "fixtures" / "stray_server.py")
+BURST = str(Path(__file__).parent / "fixtures" / "burst_server.py")
 #: Calls in flight at once in the tests below (the benchmark's figure).
 MANY = 64
 
 
+@pytest.fixture(params=["memory", "stdio"])
+def front(request: pytest.FixtureRequest) -> str:
+    """How the client reaches the gateway: an in-memory pair, or pipes (the byte path)."""
+    return str(request.param)
+
+
 @asynccontextmanager
-async def probe_gateway(processes: set[int]) -> AsyncIterator[tuple[Gateway, ClientSession]]:
+async def client_of(gateway: Gateway, front: str) -> AsyncIterator[ClientSession]:
+    """A client of ``gateway`` over an in-memory pair (JSON on the way) or over two pipes."""
+    if front == "memory":
+        async with connected(gateway, mode="bytes") as client:
+            yield client
+        return
+    to_gateway, from_client = os.pipe()
+    to_client, from_gateway = os.pipe()
+    ours = StdioStream(to_gateway, from_gateway, name="front")
+    theirs = StdioStream(to_client, from_client, name="client")
+    try:
+        with collapse_groups():
+            async with gateway.running(), trio.open_nursery() as nursery:
+                await gateway.start_session(ours, nursery)
+                async with open_session(theirs) as client:
+                    yield client
+                nursery.cancel_scope.cancel()
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
+
+
+@asynccontextmanager
+async def probe_gateway(processes: set[int], front: str) -> AsyncIterator[tuple[Gateway, ClientSession]]:
     """A gateway in front of one probe server ``p``, and a client of it."""
     async with open_gateway({"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO) as gw:
         processes.update(children(os.getpid()))
-        async with connected(gw, mode="bytes") as client:
+        async with client_of(gw, front) as client:
             yield gw, client
 
 
@@ -64,9 +98,9 @@ async def cancellations(client: Any) -> int:
     return int(result.structured_content["result"])
 
 
-async def test_plain_calls_are_forwarded_with_their_progress(processes: set[int]) -> None:
+async def test_plain_calls_are_forwarded_with_their_progress(processes: set[int], front: str) -> None:
     with trio.fail_after(TIMEOUT):
-        async with probe_gateway(processes) as (gw, client):
+        async with probe_gateway(processes, front) as (gw, client):
             result = await client.call_tool("p__env", {"name": "HOME"})
             assert result.content[0].text == os.environ.get("HOME", "")
             seen: list[tuple[float, float | None]] = []
@@ -77,15 +111,21 @@ async def test_plain_calls_are_forwarded_with_their_progress(processes: set[int]
             slept = await client.call_tool("p__slow", {"seconds": 0}, on_progress=progress)
             assert slept.content[0].text == "slept"
             assert seen == [(0, 1)]  # the server's progress, under the client's own token
+            before = front_of(gw).statistics()["calls_spliced"]
+            again = await client.call_tool("p__env", {"name": "HOME"})
+            assert again.content[0].text == os.environ.get("HOME", "")
             stats = front_of(gw).statistics()
-            assert stats["calls_forwarded"] == 2 and stats["calls_out"] == 0
-            assert gw.server_statistics()["p"].calls == 2
+            assert stats["calls_forwarded"] == 3 and stats["calls_out"] == 0
+            # Over stdio a plain call takes the byte path (the first one may have come in
+            # the read of the handshake's end); a call with a progress token never does.
+            assert stats["calls_spliced"] == before + (1 if front == "stdio" else 0)
+            assert gw.server_statistics()["p"].calls == 3
     assert await wait_gone(processes) == set()
 
 
-async def test_a_call_the_client_cancels_is_cancelled_at_the_server(processes: set[int]) -> None:
+async def test_a_call_the_client_cancels_is_cancelled_at_the_server(processes: set[int], front: str) -> None:
     with trio.fail_after(TIMEOUT):
-        async with probe_gateway(processes) as (gw, client):
+        async with probe_gateway(processes, front) as (gw, client):
             under_way = trio.Event()
 
             async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -109,6 +149,7 @@ async def test_a_call_the_client_cancels_is_cancelled_at_the_server(processes: s
 
 async def test_a_call_past_its_deadline_is_an_error_result_and_cancelled_at_the_server(
     processes: set[int],
+    front: str,
 ) -> None:
     # The server's timeout bounds every call, the follow-up ``cancellations`` one too: 2 s
     # leaves it room on a loaded machine.
@@ -116,7 +157,7 @@ async def test_a_call_past_its_deadline_is_an_error_result_and_cancelled_at_the_
     with trio.fail_after(TIMEOUT):
         async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
             processes.update(children(os.getpid()))
-            async with connected(gw, mode="bytes") as client:
+            async with client_of(gw, front) as client:
                 result = await client.call_tool("p__slow", {"seconds": 60})
                 assert result.is_error is True
                 assert result.content[0].text == "server 'p' did not answer tools/call 'p__slow' within 2.0 s"
@@ -126,14 +167,14 @@ async def test_a_call_past_its_deadline_is_an_error_result_and_cancelled_at_the_
     assert await wait_gone(processes) == set()
 
 
-async def test_calls_beyond_the_bound_are_refused_at_once(processes: set[int]) -> None:
+async def test_calls_beyond_the_bound_are_refused_at_once(processes: set[int], front: str) -> None:
     limits = PeerLimits(max_concurrent_handlers=1, max_queued_requests=1)
     with trio.fail_after(TIMEOUT):
         async with open_gateway(
             {"mcpServers": {"p": probe("p")}}, settings=FOREVER, stdio_options=STDIO, limits=limits
         ) as gw:
             processes.update(children(os.getpid()))
-            async with connected(gw, mode="bytes") as client:
+            async with client_of(gw, front) as client:
                 started = trio.Semaphore(0)
 
                 async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -156,7 +197,9 @@ async def test_calls_beyond_the_bound_are_refused_at_once(processes: set[int]) -
     assert await wait_gone(processes) == set()
 
 
-async def test_what_the_forwarding_path_leaves_gets_the_handler_paths_answers(processes: set[int]) -> None:
+async def test_what_the_forwarding_path_leaves_gets_the_handler_paths_answers(
+    processes: set[int], front: str
+) -> None:
     config = {"mcpServers": {"p": probe("p", excludeTools=["pid"])}}
     with trio.fail_after(TIMEOUT):
         async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
@@ -168,7 +211,7 @@ async def test_what_the_forwarding_path_leaves_gets_the_handler_paths_answers(pr
                 seen.append(ctx.request.method)
                 return await call_next()
 
-            async with connected(gw, mode="bytes") as client:
+            async with client_of(gw, front) as client:
                 with pytest.raises(InvalidParams, match="server 'p' has no tool 'pid'"):
                     await client.call_tool("p__pid", {})  # filtered: unknown
                 result = await client.call_tool("p__env", {"name": "HOME"})  # through the middleware
@@ -197,9 +240,10 @@ async def slow_calls_under_way(client: Any, nursery: trio.Nursery, results: list
 
 async def test_calls_the_client_cancels_are_cancelled_at_the_server_under_its_ids(
     processes: set[int],
+    front: str,
 ) -> None:
     with trio.fail_after(TIMEOUT):
-        async with probe_gateway(processes) as (gw, client):
+        async with probe_gateway(processes, front) as (gw, client):
             # The client's ids run ahead of the gateway's ids at the server
             # (the gateway's own requests: none of these 5 calls).
             for _ in range(5):
@@ -217,9 +261,11 @@ async def test_calls_the_client_cancels_are_cancelled_at_the_server_under_its_id
     assert await wait_gone(processes) == set()
 
 
-async def test_a_server_lost_with_calls_out_ends_every_one_with_an_error_result(processes: set[int]) -> None:
+async def test_a_server_lost_with_calls_out_ends_every_one_with_an_error_result(
+    processes: set[int], front: str
+) -> None:
     with trio.fail_after(TIMEOUT):
-        async with probe_gateway(processes) as (gw, client):
+        async with probe_gateway(processes, front) as (gw, client):
             pid = int((await client.call_tool("p__pid", {})).structured_content["result"])
             results: list[Any] = []
             async with trio.open_nursery() as nursery:
@@ -240,13 +286,13 @@ async def test_a_server_lost_with_calls_out_ends_every_one_with_an_error_result(
 
 
 async def test_an_answer_no_call_waits_for_is_dropped_and_logged(
-    processes: set[int], caplog: pytest.LogCaptureFixture
+    processes: set[int], front: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = {"mcpServers": {"s": {"command": sys.executable, "args": [STRAY]}}}
     with trio.fail_after(TIMEOUT), caplog.at_level(logging.DEBUG, logger="trio_mcp.peer"):
         async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
             processes.update(children(os.getpid()))
-            async with connected(gw, mode="bytes") as client:
+            async with client_of(gw, front) as client:
                 result = await client.call_tool("s__stray", {"ident": 999_999})
                 assert result.is_error is not True and result.content[0].text == "answered"
                 assert front_of(gw).statistics()["calls_forwarded"] == 1
@@ -259,4 +305,98 @@ async def test_an_answer_no_call_waits_for_is_dropped_and_logged(
     dropped = [r.getMessage() for r in caplog.records if "no call waits for it" in r.getMessage()]
     assert len(dropped) == 2
     assert "id 999999" in dropped[0] and "id 999998" in dropped[1]
+    assert await wait_gone(processes) == set()
+
+
+# ------------------------------------------------- the byte path over stdio
+
+
+@asynccontextmanager
+async def burst_gateway(processes: set[int]) -> AsyncIterator[tuple[Gateway, ClientSession]]:
+    """A gateway in front of one burst server ``b``, and a client of it over pipes."""
+    config = {"mcpServers": {"b": {"command": sys.executable, "args": [BURST]}}}
+    async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
+        processes.update(children(os.getpid()))
+        async with client_of(gw, "stdio") as client:
+            # A first call: the calls of the tests come after the handshake's last message
+            # (a call read with it is not taken: the session is not initialized yet).
+            await client.call_tool("b__running", {"n": 0})
+            yield gw, client
+
+
+def spliced(gateway: Gateway) -> int:
+    return front_of(gateway).statistics()["calls_spliced"]
+
+
+async def test_answers_out_of_order_reach_their_own_callers(processes: set[int]) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with burst_gateway(processes) as (gw, client):
+            answers: dict[str, str] = {}
+            before = spliced(gw)
+
+            async def call(tag: str) -> None:
+                result = await client.call_tool("b__reverse", {"n": MANY, "tag": tag})
+                assert result.is_error is not True, result
+                answers[tag] = result.content[0].text
+
+            async with trio.open_nursery() as nursery:
+                for i in range(MANY):
+                    nursery.start_soon(call, f"call {i} ✓")  # not ASCII: checked UTF-8, passed as bytes
+            # The server answered the last of them first (each waits for every later one).
+            assert answers == {f"call {i} ✓": f"call {i} ✓" for i in range(MANY)}
+            assert spliced(gw) == before + MANY and front_of(gw).statistics()["calls_out"] == 0
+            assert gw.server_statistics()["b"].calls == MANY + 1
+    assert await wait_gone(processes) == set()
+
+
+async def test_a_server_lost_mid_burst_ends_every_call_with_an_error_result(processes: set[int]) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with burst_gateway(processes) as (gw, client):
+            results: list[Any] = []
+            before = spliced(gw)
+
+            async def call() -> None:
+                results.append(await client.call_tool("b__die", {"n": MANY}))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(MANY):
+                    nursery.start_soon(call)  # the last one in ends the server
+            assert len(results) == MANY
+            for result in results:
+                assert result.is_error is True
+                assert result.content[0].text.startswith("server 'b' is unavailable: connection closed")
+            assert spliced(gw) == before + MANY and front_of(gw).statistics()["calls_out"] == 0
+            assert gw.server_statistics()["b"].errors == MANY
+            await gw.host.servers["b"].wait_connected()  # it comes back, and answers
+            processes.update(children(os.getpid()))
+            again = await client.call_tool("b__reverse", {"n": 1, "tag": "back"})
+            assert again.content[0].text == "back"
+    assert await wait_gone(processes) == set()
+
+
+async def test_calls_on_the_byte_path_the_client_cancels_are_cancelled_at_the_server(
+    processes: set[int],
+) -> None:
+    blocked = MANY // 2  # the server runs these and the calls that watch them at once
+    with trio.fail_after(TIMEOUT):
+        async with burst_gateway(processes) as (gw, client):
+            results: list[Any] = []
+            before = spliced(gw)
+
+            async def block() -> None:
+                results.append(await client.call_tool("b__block", {}))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(blocked):
+                    nursery.start_soon(block)
+                running = await client.call_tool("b__running", {"n": blocked})
+                assert running.structured_content["result"] == blocked  # every one is at the server
+                assert front_of(gw).statistics()["calls_out"] == blocked
+                assert spliced(gw) == before + blocked + 1  # the blocked calls and the one watching
+                nursery.cancel_scope.cancel()
+            cancelled = await client.call_tool("b__cancelled", {"n": blocked})
+            assert cancelled.structured_content["result"] == blocked
+            stats = front_of(gw).statistics()
+            assert results == []
+            assert stats["calls_cancelled"] == blocked and stats["calls_out"] == 0
     assert await wait_gone(processes) == set()

@@ -192,6 +192,58 @@ async def test_send_writes_one_compact_line() -> None:
         os.close(r)
 
 
+class _Tap:
+    """Takes the lines that mention ``"take"``; records what it saw."""
+
+    def __init__(self) -> None:
+        self.taken: list[bytes] = []
+        self.flushes: list[int] = []
+
+    def take(self, line: bytes) -> bool:
+        if b'"take"' in line:
+            self.taken.append(line)
+            return True
+        return False
+
+    def flush(self) -> None:
+        self.flushes.append(len(self.taken))
+
+
+async def test_a_tap_takes_the_lines_of_a_read_until_it_refuses_one() -> None:
+    stream, w, r = _stream_pair()
+    tap = _Tap()
+    stream.set_tap(tap)
+    try:
+        take = b'{"jsonrpc":"2.0","method":"take","params":{"n":%d}}\n'
+        other = b'{"jsonrpc":"2.0","method":"other","params":{"n":%d}}\n'
+        # One read: taken, taken, refused; the line after the refused one is decoded in order.
+        os.write(w, take % 1 + take % 2 + other % 3 + take % 4)
+        with trio.fail_after(TIMEOUT):
+            third = await stream.receive()
+            fourth = await stream.receive()
+            assert tap.flushes == [2]  # once for the read, after its lines
+            os.write(w, take % 5 + other % 6)  # the next read: the tap again
+            sixth = await stream.receive()
+        assert [type(f) for f in (third, fourth, sixth)] == [Notification] * 3
+        assert [(f.method, bytes(f.params)) for f in (third, fourth, sixth)] == [
+            ("other", b'{"n":3}'),
+            ("take", b'{"n":4}'),
+            ("other", b'{"n":6}'),
+        ]
+        assert tap.taken == [(take % n).rstrip(b"\n") for n in (1, 2, 5)]
+        assert tap.flushes == [2, 3]
+        assert stream.statistics()["frames_in"] == 6
+        stream.set_tap(None)
+        os.write(w, take % 7)
+        with trio.fail_after(TIMEOUT):
+            assert (await stream.receive()).method == "take"  # no tap: decoded
+        assert tap.flushes == [2, 3]
+    finally:
+        await stream.aclose()
+        os.close(w)
+        os.close(r)
+
+
 @pytest.mark.parametrize("kind", ["pipes", "socketpair"])
 async def test_server_stream_leaves_the_original_fds_alone(kind: str) -> None:
     if kind == "pipes":

@@ -17,6 +17,10 @@ in the session's read loop, and never reaches a handler worker:
   from there with the client's id, its result passed through as JSON, in the
   same way (one write per scheduling turn, or at once when alone).
 
+Over stdio both ways, such a call and its answer do not even become frames:
+the streams' taps take them as lines and pass them on as bytes, their ids
+(and the tool's name) spliced in (:mod:`._splice`, :meth:`ForwardingStream.take`).
+
 The rules of the handler path hold: every call has a deadline (the server's
 timeout; a FIFO queue of deadlines per timeout and one timer task per
 session, instead of a cancel scope per call: see :class:`._pacing.Deadlines`) and, past it, the client gets an ``isError`` result
@@ -35,21 +39,15 @@ batches) goes to the session as before: the handler path
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-import outcome
 import trio
 from msgspec import UNSET, Raw
 
-from ..actors._client import ClientSession
-from ..actors._connection import Connection
 from ..actors._peer import PeerLimits
 from ..protocol import (
     META_PROTOCOL_VERSION,
-    CallToolResult,
-    ErrorResponse,
     Frame,
     InvalidRequest,
     McpError,
@@ -57,12 +55,13 @@ from ..protocol import (
     Request,
     Response,
     ServerOverloaded,
-    TextContent,
     coerce,
     error_response,
 )
 from ..transports import MessageStream, TransportError
 from ._pacing import Deadlines, Writer
+from ._routes import Call, Route, Upstream, failed_call
+from ._splice import read_head, utf8
 
 if TYPE_CHECKING:
     from ..actors._server import ServerSession
@@ -101,104 +100,6 @@ def forwarded_params(tool: str, arguments: Raw | msgspec.UnsetType, token: int |
     return Raw(body + b"}")
 
 
-def failed_call(text: str) -> CallToolResult:
-    """A call that failed at the gateway, as the model reads it."""
-    return CallToolResult(content=[TextContent(text=text)], is_error=True)
-
-
-class _Route:
-    """Where calls of one public tool name go, for one session of its server:
-    what :meth:`ForwardingStream._forward` would otherwise look up per call.
-    Valid while its server's session, tool list and configuration entry are
-    the ones it was made with (three identity checks per call)."""
-
-    __slots__ = (
-        "conn",
-        "counts",
-        "entry",
-        "head",
-        "peer",
-        "public",
-        "server",
-        "session",
-        "timeout",
-        "tools",
-        "upstream",
-    )
-
-    def __init__(
-        self, public: str, server: str, tool: str, conn: Connection, upstream: _Upstream, gateway: Gateway
-    ) -> None:
-        self.public = public
-        self.server = server
-        self.conn = conn
-        self.session = upstream.session
-        self.peer = upstream.peer
-        self.upstream = upstream
-        self.tools = conn.tools
-        self.entry = gateway.entries.get(server)
-        self.timeout = gateway.call_timeout(server)
-        self.counts = gateway.counts(server)
-        #: The params' JSON up to the tool's name.
-        self.head = b'{"name":' + _encode(tool)
-
-
-class _Call:
-    """One forwarded call: what its server's peer delivers the answer to."""
-
-    __slots__ = ("backend_id", "deadline", "done", "front", "front_id", "route", "token")
-
-    def __init__(self, front: ForwardingStream, front_id: int | str, route: _Route, token: Any) -> None:
-        self.front = front
-        self.front_id = front_id
-        self.route = route
-        self.backend_id = 0
-        self.deadline = math.inf
-        #: The client's progress token (None: it asked for none).
-        self.token = token
-        self.done = False
-
-    def deliver(self, value: outcome.Outcome[Any]) -> None:
-        """The server answered (or its session ended): the client's answer, with its id."""
-        if self.done:
-            return
-        self.done = True
-        front = self.front
-        calls = front._calls
-        ident = self.front_id
-        calls.pop(ident, None)
-        route = self.route
-        if self.token is not None:
-            route.peer.forget(self.backend_id)  # its progress entry
-        if type(value) is outcome.Value:
-            msg = value.value
-            if type(msg) is Response:
-                out: Any = Response(id=ident, result=msg.result)
-            else:
-                out = ErrorResponse(id=ident, error=msg.error)
-                route.counts.errors += 1
-        else:
-            error = value.error  # type: ignore[attr-defined]
-            why = error.message if isinstance(error, McpError) else str(error)
-            out = Response(id=ident, result=failed_call(f"server {route.server!r} is unavailable: {why}"))
-            route.counts.errors += 1
-        front._writer.send_soon(out, alone=not calls)
-
-    def deliver_progress(self, item: tuple[float, Any, Any], limit: int) -> bool:
-        return self.done or self.front._relay_progress(self, item)
-
-
-class _Upstream:
-    """One server session as the forwarding path sees it: its peer and a writer."""
-
-    __slots__ = ("peer", "session", "writer")
-
-    def __init__(self, session: ClientSession) -> None:
-        self.session = session
-        self.peer = session.peer
-        self.writer = Writer(session.peer.stream)
-
-
 class ForwardingStream:
     """The gateway session's stream: the client's stream with plain tool
     calls taken out and forwarded (see the module). Everything else passes
@@ -210,20 +111,28 @@ class ForwardingStream:
         self._gateway = gateway
         self._session: ServerSession | None = None
         self._on = False
-        self._calls: dict[int | str, _Call] = {}
+        self._calls: dict[int | str, Call] = {}
         self._capacity = limits.max_concurrent_handlers + limits.max_queued_requests
         self._cancel_send_timeout = limits.cancel_send_timeout
         self._writer = Writer(stream)
-        self._upstreams: dict[str, _Upstream] = {}
-        self._routes: dict[str, _Route] = {}
+        self._upstreams: dict[str, Upstream] = {}
+        self._routes: dict[str, Route] = {}
         self._deadlines = Deadlines(self._expire, self._calls.__len__)
         self._nursery: trio.Nursery | None = None
         self._clock: trio.abc.Clock | None = None
         self._ready = False  # the session is initialized
         #: The time the current read began (the deadlines of its calls count from it).
         self._now = 0.0
+        # The byte path (see ._splice): the reads of the client's stream so far,
+        # whether a read is under way, the servers written to in it, the
+        # answers to write to the client.
+        self._reads = 0
+        self._reading = False
+        self._touched: list[Upstream] = []
+        self._answers: list[bytes] = []
         # statistics
         self._forwarded = 0
+        self._spliced = 0
         self._overloaded = 0
         self._cancelled = 0
         self._timed_out = 0
@@ -283,6 +192,7 @@ class ForwardingStream:
         return {
             **(inner() if inner is not None else {}),
             "calls_forwarded": self._forwarded,
+            "calls_spliced": self._spliced,
             "calls_out": len(self._calls),
             "calls_overloaded": self._overloaded,
             "calls_cancelled": self._cancelled,
@@ -300,6 +210,9 @@ class ForwardingStream:
         self._clock = trio.lowlevel.current_clock()
         # A traced session sees every request through its dispatcher: none is taken from it.
         self._on = session.peer.dispatcher is session
+        tapped = self._on and getattr(type(self._inner), "set_tap", None) is not None
+        if tapped:
+            self._inner.set_tap(self)  # type: ignore[attr-defined]
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -311,6 +224,8 @@ class ForwardingStream:
                     nursery.cancel_scope.cancel()
         finally:
             self._on = False
+            if tapped:
+                self._inner.set_tap(None)  # type: ignore[attr-defined]
             with trio.move_on_after(self._cancel_send_timeout, shield=True):
                 await self._abandon()
 
@@ -323,7 +238,7 @@ class ForwardingStream:
             mine = [c for c in calls if c.route.upstream is upstream]
             for call in mine:
                 call.done = True
-                upstream.peer.forget(call.backend_id)
+                call.route.forget(call.backend_id)
             if mine and not upstream.peer.closed:
                 try:
                     await upstream.writer.write([_cancelled(c.backend_id, "client gone") for c in mine])
@@ -340,6 +255,101 @@ class ForwardingStream:
         if kind is Notification and frame.method == "notifications/cancelled" and self._calls:
             return self._client_cancelled(frame.params)
         return False
+
+    def take(self, line: bytes) -> bool:
+        """A line of the client's stream (its tap, see :mod:`._splice`): a
+        plain call of a routed tool of a server with a tapped stream is
+        written to it as bytes, its id and tool name spliced in; False: the
+        line is decoded, and goes the frame path."""
+        if not self._ready:
+            session = self._session
+            if not self._on or session is None or not session.initialized:
+                return False
+            self._ready = True
+        try:
+            head = read_head(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        params = head.params
+        if (
+            head.method != "tools/call"
+            or head.jsonrpc != "2.0"
+            or params.meta is not UNSET  # a progress token (its relay is in order), the stateless era
+            or params.task is not UNSET
+            or head.result is not UNSET
+            or head.error is not UNSET
+            or not (line.isascii() or utf8(line))
+        ):
+            return False
+        if not self._reading:
+            self._reading = True
+            self._reads += 1
+            assert self._clock is not None
+            self._now = self._clock.current_time()
+        route = self._routes.get(params.name)
+        if route is None or route.checked != self._reads:
+            if route is None or not route.valid(self._gateway):
+                route = self._route(params.name)
+                if route is None:
+                    return False  # the handler path gives the answer
+            route.checked = self._reads  # nothing changes in the middle of a read
+        if route.tap is None:
+            return False
+        ident = head.id
+        calls = self._calls
+        if ident in calls or len(calls) + len(self._writer.queue) >= self._capacity:
+            return False  # the frame path gives the error
+        call = Call(
+            self,
+            ident,
+            route,
+            None,
+            0,
+            self._now + route.timeout,
+            False,
+            b"%d" % ident if type(ident) is int else _encode(ident),
+        )
+        try:
+            call.backend_id = backend_id = route.peer.expect(call)
+        except McpError:
+            return False
+        route.tap.calls[backend_id] = call
+        upstream = route.upstream
+        lines = upstream.lines
+        if not lines:
+            self._touched.append(upstream)
+        arguments = params.arguments
+        if arguments is UNSET:
+            lines.append(
+                b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}}' % (backend_id, route.head)
+            )
+        else:
+            lines.append(
+                b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s,"arguments":%s}}'
+                % (backend_id, route.head, arguments)
+            )
+        calls[ident] = call
+        route.due.append(call)
+        route.counts.calls += 1
+        self._forwarded += 1
+        self._spliced += 1
+        return True
+
+    def flush(self) -> None:
+        """The lines of a read of the client were offered: the calls taken go to their servers."""
+        self._reading = False
+        touched = self._touched
+        if touched:
+            for upstream in touched:
+                upstream.writer.send_lines(upstream.lines)
+                upstream.lines = []
+            touched.clear()
+            self._deadlines.settle()
+
+    def _write_answers(self) -> None:
+        """The answers the servers' taps spliced in one read of theirs, to the client."""
+        lines, self._answers = self._answers, []
+        self._writer.send_lines(lines)
 
     def _forward(self, req: Request) -> bool:
         params = req.params
@@ -365,12 +375,7 @@ class ForwardingStream:
         if call.task is not UNSET:
             return False
         route = self._routes.get(call.name)
-        if (
-            route is None
-            or route.conn.live_session is not route.session
-            or route.conn.tools is not route.tools
-            or self._gateway.entries.get(route.server) is not route.entry
-        ):
+        if route is None or not route.valid(self._gateway):
             route = self._route(call.name)
             if route is None:
                 return False
@@ -388,7 +393,7 @@ class ForwardingStream:
             self._overloaded += 1
             writer.send_soon(error_response(ident, ServerOverloaded()))
             return True
-        forwarded = _Call(self, ident, route, token)
+        forwarded = Call(self, ident, route, token)
         try:
             forwarded.backend_id = backend_id = route.peer.expect(forwarded, progress=token is not None)
         except McpError:
@@ -415,7 +420,7 @@ class ForwardingStream:
         self._forwarded += 1
         return True
 
-    def _route(self, public: str) -> _Route | None:
+    def _route(self, public: str) -> Route | None:
         """A new route for ``public`` (None: the handler path takes its calls)."""
         found = self._gateway.forwarding_route(public)
         if found is None:
@@ -426,12 +431,13 @@ class ForwardingStream:
         if upstream is None or upstream.session is not backend:
             if upstream is not None:
                 upstream.writer.close()  # a session of the server's past life
-            upstream = self._upstreams[server] = _Upstream(backend)
+            upstream = self._upstreams[server] = Upstream(backend)
             assert self._nursery is not None
             self._nursery.start_soon(upstream.writer.run)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()  # names of tools gone by: start again
-        route = self._routes[public] = _Route(public, server, tool, conn, upstream, self._gateway)
+        route = Route(public, server, tool, conn, upstream, self._gateway, self._deadlines)
+        self._routes[public] = route
         return route
 
     def _client_cancelled(self, params: Any) -> bool:
@@ -450,17 +456,17 @@ class ForwardingStream:
         self._drop(call, reason if isinstance(reason, str) else "cancelled by the client")
         return True
 
-    def _drop(self, call: _Call, reason: str) -> None:
+    def _drop(self, call: Call, reason: str) -> None:
         """``call`` is no longer wanted: its server is told so."""
         call.done = True
         upstream = call.route.upstream
-        upstream.peer.forget(call.backend_id)
+        call.route.forget(call.backend_id)
         if not upstream.writer.closed:
             upstream.writer.send_soon(_cancelled(call.backend_id, reason))
 
     # --------------------------------------------------- to the client
 
-    def _expire(self, call: _Call) -> None:
+    def _expire(self, call: Call) -> None:
         """``call`` passed its deadline: the client gets an error result, the server a cancellation."""
         self._calls.pop(call.front_id, None)
         self._timed_out += 1
@@ -471,7 +477,7 @@ class ForwardingStream:
         text = f"server {route.server!r} did not answer tools/call {route.public!r} within {timeout} s"
         self._writer.send_soon(Response(id=call.front_id, result=failed_call(text)), alone=not self._calls)
 
-    def _relay_progress(self, call: _Call, item: tuple[float, Any, Any]) -> bool:
+    def _relay_progress(self, call: Call, item: tuple[float, Any, Any]) -> bool:
         if len(self._writer.queue) >= self._capacity:
             self._progress_dropped += 1
             return False

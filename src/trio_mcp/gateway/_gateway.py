@@ -110,7 +110,8 @@ from ._common import (
     split_gateway_uri,
 )
 from ._config import Filter, Filters, ServerEntry, StdioEntry
-from ._forward import ForwardingStream, failed_call, forwarded_params, read_call
+from ._forward import ForwardingStream, forwarded_params, read_call
+from ._routes import failed_call
 from ._tasks import TaskForwarding
 
 if TYPE_CHECKING:

@@ -6,11 +6,13 @@ long: one timer per session)."""
 from __future__ import annotations
 
 import math
+import select
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import trio
+from msgspec import Raw
 
 from ..transports import TransportError
 
@@ -43,6 +45,29 @@ class Writer:
         if task is not None:
             self._task = None
             trio.lowlevel.reschedule(task)
+
+    def send_lines(self, lines: list[bytes]) -> None:
+        """Send ``lines`` (messages as JSON, without newlines), at once where
+        the stream can (in pieces of at most ``PIPE_BUF`` bytes, each written
+        whole or not at all), else by the writer task."""
+        if self.closed:
+            return
+        data = b"\n".join(lines)
+        nowait = self._nowait
+        if nowait is not None and not self.queue and not self._busy:
+            pos, end = 0, len(data)
+            while end - pos >= _ATOMIC:
+                cut = data.rfind(b"\n", pos, pos + _ATOMIC)
+                if cut < pos or not nowait(Raw(data[pos:cut])):
+                    break  # a line longer than an atomic write, or the pipe is full
+                pos = cut + 1
+            else:
+                if nowait(Raw(data[pos:] if pos else data)):
+                    return
+            if pos:
+                data = data[pos:]
+        self.queue.append(Raw(data))
+        self._wake()
 
     def close(self) -> None:
         self.closed = True
@@ -90,6 +115,10 @@ class Writer:
                 self._busy = False
 
 
+#: The longest line (newline included) one write puts in a pipe whole or not at all.
+_ATOMIC = select.PIPE_BUF
+
+
 class Timed(Protocol):
     """What :class:`Deadlines` keeps: something with a deadline that may be done."""
 
@@ -120,16 +149,40 @@ class Deadlines:
     def add(self, call: Timed, timeout: float) -> None:
         """Watch ``call``, whose deadline is now + ``timeout`` (never earlier
         than that of a call added before it with the same timeout)."""
-        queue = self._queues.get(timeout)
-        if queue is None:
-            queue = self._queues[timeout] = deque()
+        queue = self.queue(timeout)
         while queue and queue[0].done:
             queue.popleft()
         queue.append(call)
         if call.deadline < self._armed and self._scope is not None:
             self._scope.cancel()  # the timer sleeps past this one: wake it to re-arm
         if len(queue) > 2 * self._live() + 64:
-            self._queues[timeout] = deque(c for c in queue if not c.done)
+            self._compact(queue)
+
+    def queue(self, timeout: float) -> deque[Any]:
+        """The queue of the calls of ``timeout``: a caller may append calls to
+        it (deadlines in order), then :meth:`settle` once for all of them."""
+        queue = self._queues.get(timeout)
+        if queue is None:
+            queue = self._queues[timeout] = deque()
+        return queue
+
+    def settle(self) -> None:
+        """Calls were appended to queues (see :meth:`queue`): drop finished
+        ones at the heads, compact, and wake the timer if it sleeps past one."""
+        limit = 2 * self._live() + 64
+        for queue in self._queues.values():
+            while queue and queue[0].done:
+                queue.popleft()
+            if len(queue) > limit:
+                self._compact(queue)
+            if queue and queue[0].deadline < self._armed and self._scope is not None:
+                self._scope.cancel()
+
+    @staticmethod
+    def _compact(queue: deque[Any]) -> None:
+        kept = [c for c in queue if not c.done]
+        queue.clear()
+        queue.extend(kept)
 
     def queued(self) -> int:
         """Entries queued, finished calls not dropped yet included."""

@@ -11,7 +11,7 @@ import select
 import socket
 import stat
 from collections import deque
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, Protocol
 
 import attrs
 import trio
@@ -46,6 +46,18 @@ MAX_TAIL_LINE: Final = 1000
 SAFE_ENV_VARS: Final = _process.SAFE_ENV_VARS
 
 _SEND_FLAGS: Final = socket.MSG_DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
+
+
+class LineTap(Protocol):
+    """What :meth:`StdioStream.set_tap` takes: a reader of whole lines before
+    they are decoded (a proxy passing messages on as bytes)."""
+
+    def take(self, line: bytes) -> bool:
+        """True: ``line`` (one message, no newline) is taken here and is no frame
+        (False: it and the rest of its read are decoded)."""
+
+    def flush(self) -> None:
+        """The lines of one read were offered: act on what was taken."""
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -116,6 +128,7 @@ class StdioStream:
         self._waiting = False  # waiting for input outside _read_scope
         self._read_deadline = math.inf
         self._failure: str | None = None  # receive raises TransportError(_failure)
+        self._tap: LineTap | None = None
         # writing
         self._send_lock = trio.Lock()
         self._wbuf = bytearray()
@@ -132,6 +145,18 @@ class StdioStream:
         self._dropped_fragments = 0
 
     # ------------------------------------------------------------ receive
+
+    @property
+    def tap(self) -> LineTap | None:
+        return self._tap
+
+    def set_tap(self, tap: LineTap | None) -> None:
+        """Offer the lines of each read, in order, to ``tap.take`` before they
+        are decoded, until it refuses one (a line it takes is not a frame; the
+        lines from the one it refuses on are decoded, so no line overtakes an
+        earlier one), then call ``tap.flush()``; None: no tap. Lines read one
+        at a time (past ``max_line_bytes`` in one read) are not offered."""
+        self._tap = tap
 
     def receive_nowait(self) -> Frame:
         """The next frame already in the buffer, or :class:`trio.WouldBlock`."""
@@ -161,6 +186,9 @@ class StdioStream:
                 return frame
             if self._eof:
                 await self._end_of_input(stalled=False)
+            if self._tap is not None and not self._drained:
+                # Its tap took every line of a full read: others run before the next.
+                await trio.lowlevel.checkpoint()
             await self._fill()
 
     def _next_frame(self) -> Frame | None:
@@ -183,13 +211,24 @@ class StdioStream:
                 self._scan = 0
                 decoder = decode_utf8 if chunk.isascii() else decode  # ASCII: checked once for all
                 append = frames.append
+                take = None if self._tap is None else self._tap.take
+                taken = 0
                 for line in chunk.split(b"\n"):
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
+                    if take is not None:
+                        if take(line):
+                            taken += 1
+                            continue
+                        take = None  # the rest of the read is decoded: the lines keep their order
                     frame = decoder(line)
                     if type(frame) is InvalidMessage:
                         frame = self._invalid_frame(frame, line)
                     append(frame)
+                if taken:
+                    self._frames_in += taken
+                if self._tap is not None:
+                    self._tap.flush()
                 if frames:
                     self._frames_in += len(frames)
                     return frames.popleft()
