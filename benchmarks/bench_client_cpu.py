@@ -49,9 +49,6 @@ def child(args: argparse.Namespace) -> int:
 
     import trio
 
-    from trio_mcp import open_session
-    from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
-
     cpu = time.process_time  # the scheduler's exact runtime (getrusage may be tick-sampled)
 
     result: dict[str, Any] = {}
@@ -86,6 +83,9 @@ def child(args: argparse.Namespace) -> int:
             await measured(Session())
 
     async def main() -> None:
+        from trio_mcp import open_session
+        from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
+
         params = StdioServerParameters(command=args.server_python, args=(str(SERVER),), name="floor")
         async with trio.open_nursery() as nursery:
             stream = await nursery.start(StdioTransport(params).run)
