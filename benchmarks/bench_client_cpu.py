@@ -5,6 +5,7 @@ calls: the client-side twin of ``bench_stdio_cpu.py`` (which measures servers).
     .venv/bin/python benchmarks/bench_client_cpu.py --baseline /tmp/main/src  # before/after, interleaved
     .venv/bin/python benchmarks/bench_client_cpu.py --callgrind             # instructions per call
     .venv/bin/python benchmarks/bench_client_cpu.py --profile /tmp/prof     # cProfile call counts per call
+    .venv/bin/python benchmarks/bench_client_cpu.py --floor                 # + the trio floor client
 
 Each measurement is a fresh process running our client (``StdioTransport`` +
 ``open_session``; ``--baseline SRC`` imports ``trio_mcp`` from another
@@ -20,6 +21,8 @@ stack, so the client is the busy side). It keeps ``--concurrency`` callers of
 the instructions per call (the difference of the two, so start-up cancels
 out): independent of the machine's load. ``--profile DIR`` runs the measured
 calls under cProfile and prints the functions called most per call.
+``--floor`` adds a row for ``drivers/trio_floor_client.py`` (a minimal trio
+JSON-lines client, no MCP stack: what any trio client can do), interleaved.
 """
 
 from __future__ import annotations
@@ -46,9 +49,6 @@ def child(args: argparse.Namespace) -> int:
 
     import trio
 
-    from trio_mcp import open_session
-    from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
-
     cpu = time.process_time  # the scheduler's exact runtime (getrusage may be tick-sampled)
 
     result: dict[str, Any] = {}
@@ -68,32 +68,52 @@ def child(args: argparse.Namespace) -> int:
             for _ in range(concurrency):
                 nursery.start_soon(caller)
 
+    async def floor_main() -> None:
+        sys.path.insert(0, str(HERE / "drivers"))
+        from trio_floor_client import open_floor_client
+
+        async with open_floor_client([args.server_python, str(SERVER)]) as (client, _pid):
+            arguments = {"name": "echo", "arguments": {"text": PAYLOAD}}
+
+            class Session:
+                @staticmethod
+                async def call_tool(_name: str, _arguments: Any) -> Any:
+                    return await client.call("tools/call", arguments)
+
+            await measured(Session())
+
     async def main() -> None:
+        from trio_mcp import open_session
+        from trio_mcp.transports.stdio import StdioServerParameters, StdioTransport
+
         params = StdioServerParameters(command=args.server_python, args=(str(SERVER),), name="floor")
         async with trio.open_nursery() as nursery:
             stream = await nursery.start(StdioTransport(params).run)
             async with open_session(stream) as session:
-                await run_calls(session, args.warmup, args.concurrency)
-                profiler = None
-                if args.profile_out:
-                    import cProfile
+                await measured(session)
 
-                    profiler = cProfile.Profile()
-                    profiler.enable()
-                before = cpu()
-                usage = resource.getrusage(resource.RUSAGE_SELF)
-                await run_calls(session, args.calls, args.concurrency)
-                result["cpu_us_per_call"] = (cpu() - before) / args.calls * 1e6
-                after = resource.getrusage(resource.RUSAGE_SELF)
-                # The split of it (tick-sampled: an indication).
-                result["sys_share"] = (after.ru_stime - usage.ru_stime) / max(
-                    1e-9, after.ru_utime - usage.ru_utime + after.ru_stime - usage.ru_stime
-                )
-                if profiler is not None:
-                    profiler.disable()
-                    profiler.dump_stats(args.profile_out)
+    async def measured(session: Any) -> None:
+        await run_calls(session, args.warmup, args.concurrency)
+        profiler = None
+        if args.profile_out:
+            import cProfile
 
-    trio.run(main)
+            profiler = cProfile.Profile()
+            profiler.enable()
+        before = cpu()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        await run_calls(session, args.calls, args.concurrency)
+        result["cpu_us_per_call"] = (cpu() - before) / args.calls * 1e6
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        # The split of it (tick-sampled: an indication).
+        result["sys_share"] = (after.ru_stime - usage.ru_stime) / max(
+            1e-9, after.ru_utime - usage.ru_utime + after.ru_stime - usage.ru_stime
+        )
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile_out)
+
+    trio.run(floor_main if args.kind == "floor" else main)
     print(json.dumps(result))
     return 0
 
@@ -106,6 +126,8 @@ def run_child(label: str, src: str | None, args: argparse.Namespace, **extra: An
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
+        "--kind",
+        "floor" if label == "floor" else "ours",
         "--concurrency",
         str(extra.get("concurrency", args.concurrency)),
         "--calls",
@@ -157,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--server-python", default=sys.executable, help=argparse.SUPPRESS)
+    parser.add_argument("--kind", choices=("ours", "floor"), default="ours", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
     parser.add_argument("--concurrency", type=int, default=64, help=argparse.SUPPRESS)
     parser.add_argument("--concurrencies", default="1,64", help="calls in flight (default 1,64)")
@@ -167,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--src", metavar="SRC", help="run trio_mcp from this src as ours (default: installed)"
     )
+    parser.add_argument("--floor", action="store_true", help="also the trio floor client, interleaved")
     parser.add_argument("--callgrind", action="store_true", help="instructions per call (valgrind)")
     parser.add_argument("--profile", metavar="DIR", help="cProfile the measured calls, per concurrency")
     args = parser.parse_args(argv)
@@ -175,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     targets: list[tuple[str, str | None]] = [("ours", args.src)]
     if args.baseline:
         targets.insert(0, ("baseline", args.baseline))
+    if args.floor:
+        targets.append(("floor", None))
     concurrencies = [int(c) for c in args.concurrencies.split(",")]
     print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}", flush=True)
     if args.profile:

@@ -1,7 +1,7 @@
 """Smoke test of benchmarks/bench_client_cpu.py: it runs end to end (our
 client in a child process against the trio floor server, interleaved with a
-baseline ``src``) and prints a positive CPU figure per target and concurrency.
-The numbers themselves are not asserted on."""
+baseline ``src`` and the trio floor client) and prints a positive CPU figure
+per target and concurrency. The numbers themselves are not asserted on."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def test_bench_client_cpu_runs_and_reports_each_target() -> None:
             "1,4",
             "--baseline",
             str(ROOT / "src"),
+            "--floor",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -42,6 +43,8 @@ def test_bench_client_cpu_runs_and_reports_each_target() -> None:
         ("ours", 1),
         ("baseline", 4),
         ("ours", 4),
+        ("floor", 1),
+        ("floor", 4),
     }
     assert all(float(value) > 0 for _, _, value in medians)
     assert "ours / baseline" in out.stdout

@@ -34,7 +34,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, NoReturn, TypeVar, overload
 
 import msgspec
 import trio
@@ -63,6 +63,7 @@ from ..protocol import (
     ListResourceTemplatesResult,
     ListToolsResult,
     LoggingMessageNotificationParams,
+    McpError,
     MethodNotFound,
     PaginatedRequestParams,
     Prompt,
@@ -352,21 +353,36 @@ class ClientSession(_Negotiation, _Inbound):
             kept.append(tool)
         return kept
 
-    async def call_tool(
+    def call_tool(
         self,
         name: str,
         arguments: dict[str, Any] | None = None,
         *,
         on_progress: ProgressCallback | None = None,
         meta: dict[str, Any] | None = None,
-    ) -> CallToolResult:
+    ) -> Awaitable[CallToolResult]:
+        """Call the tool ``name``; await the result. (Not a coroutine function
+        itself: it returns the call to await, one frame less at each of the
+        call's resumptions; any error is raised when it is awaited.)"""
         params = CallToolRequestParams(
             name=name,
             arguments=UNSET if arguments is None else arguments,
             meta=UNSET if meta is None else meta,
         )
         if not self._param_maps or self.era != "modern":
-            return await self._call("tools/call", params, CallToolResult, on_progress)
+            try:
+                return self._call("tools/call", params, CallToolResult, on_progress)
+            except McpError as exc:
+                return _raise(exc)
+        return self._call_tool_with_headers(name, arguments, params, on_progress)
+
+    async def _call_tool_with_headers(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        params: CallToolRequestParams,
+        on_progress: ProgressCallback | None,
+    ) -> CallToolResult:
         # Publish this call's Mcp-Param-* headers for the transport (None for a
         # tool without annotations, hiding those of an enclosing call).
         codec = _param_codec()
@@ -502,6 +518,10 @@ def _mentions(schema: Any, key: str) -> bool:
         elif isinstance(node, list):
             stack.extend(node)
     return False
+
+
+async def _raise(exc: BaseException) -> NoReturn:
+    raise exc
 
 
 def _page(cursor: str | None) -> Any:

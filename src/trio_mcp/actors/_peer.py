@@ -55,7 +55,7 @@ from ..protocol import (
 from ..transports import MessageStream, TransportError
 from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
-from ._peer_calls import ProgressCallback, _progress_of, _Reply
+from ._peer_calls import ProgressCallback, _progress_of, _Reply, deliver
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
 from ._peer_limits import PeerLimits, PeerStatistics, oversized_batch
 from ._peer_outbound import NON_CANCELLABLE, _Outbound
@@ -73,6 +73,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("trio_mcp.peer")
+
+_Task = trio.lowlevel.Task
+_reschedule = trio.lowlevel.reschedule
+_Value = outcome.Value
 
 
 class Peer(_Outbound, _HandlerPool):
@@ -109,7 +113,9 @@ class Peer(_Outbound, _HandlerPool):
         #: Requests of a JSON-RPC batch still running -> their batch.
         self._batches: dict[int | str, _Batch] = {}
         self._current_batch: _Batch | None = None
-        self._pending: dict[int | str, _Reply] = {}
+        self._pending: dict[int | str, Any] = {}
+        #: result type -> its decoder (see Peer.request's gathered calls).
+        self._result_decoders: dict[Any, Any] = {}
         self._progress: dict[int | str, _Reply] = {}
         self._inflight: dict[int | str, _Slot] = {}
         # Admitted requests not finished yet: running or waiting for a worker.
@@ -322,6 +328,14 @@ class Peer(_Outbound, _HandlerPool):
                             self._dispatch_batch(frame)
                         else:
                             self._dispatch_each(frame)
+                    elif type(frame) is Response:
+                        # An answer (the commonest frame a client reads): its
+                        # parked caller rescheduled at once when that is the entry.
+                        entry = self._pending.pop(frame.id, None)
+                        if type(entry) is _Task:
+                            _reschedule(entry, _Value(frame))
+                        else:
+                            self._answered(frame, entry)
                     else:
                         dispatch(frame)
                     if held:
@@ -385,7 +399,7 @@ class Peer(_Outbound, _HandlerPool):
             # One outcome (and exception) per caller: an outcome unwraps once.
             error = ConnectionClosed(f"connection closed: {reason}")
             error.__cause__ = cause
-            reply.deliver(outcome.Error(error))
+            deliver(reply, outcome.Error(error))
 
     # ------------------------------------------------------------- dispatch
 
@@ -452,12 +466,7 @@ class Peer(_Outbound, _HandlerPool):
     def _dispatch(self, msg: Any) -> None:
         kind = type(msg)
         if kind is Response or kind is ErrorResponse:
-            reply = self._pending.pop(msg.id, None)
-            if reply is None:
-                self._unmatched += 1  # e.g. answered after we cancelled it
-                log.debug("%s: dropped an answer to id %r: no call waits for it", self.name, msg.id)
-            else:
-                reply.deliver(outcome.Value(msg))
+            self._answered(msg, self._pending.pop(msg.id, None))
         elif kind is Request:
             self._admit(msg)
         elif kind is Notification:
@@ -468,6 +477,14 @@ class Peer(_Outbound, _HandlerPool):
                 self._reply_nowait(error_response(msg.id, msg.error))
         else:  # pragma: no cover - transports only produce the above
             log.warning("%s: ignoring unexpected frame %r", self.name, msg)
+
+    def _answered(self, msg: Response | ErrorResponse, entry: Any) -> None:
+        """Hand an answer to its pending call's entry (None: no call waits)."""
+        if entry is None:
+            self._unmatched += 1  # e.g. answered after we cancelled it
+            log.debug("%s: dropped an answer to id %r: no call waits for it", self.name, msg.id)
+        else:
+            deliver(entry, outcome.Value(msg))
 
     def _admit(self, req: Request) -> None:
         """Admit ``req`` for a worker (or answer it at once: see :meth:`_register`)."""

@@ -17,6 +17,9 @@ from ..protocol import ErrorResponse, InternalError, Response, coerce
 
 __all__ = ["ProgressCallback"]
 
+_Task = trio.lowlevel.Task
+_reschedule = trio.lowlevel.reschedule
+
 log = logging.getLogger("trio_mcp.peer")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], Awaitable[None]]
@@ -89,6 +92,33 @@ class _Reply:
             msg = await self._park()
             if msg is not None:
                 return msg
+
+
+class _CancelOwed:
+    """A pending entry left by a call cancelled after its request was
+    written: its caller owes the peer ``notifications/cancelled`` unless the
+    answer comes first (which takes this entry away). Delivering to it does
+    nothing: nobody waits."""
+
+    __slots__ = ()
+
+    def deliver(self, value: outcome.Outcome[Any]) -> None:
+        pass
+
+
+#: The one :class:`_CancelOwed` entry.
+CANCEL_OWED = _CancelOwed()
+
+
+def deliver(entry: Any, value: outcome.Outcome[Any]) -> None:
+    """Hand ``value`` to a pending call's entry: its parked task itself (a
+    call gathered for the answer writer, see ``Peer.request``), or an object
+    with ``deliver`` (a :class:`_Reply`, :data:`CANCEL_OWED`, what
+    ``Peer.expect`` was given)."""
+    if type(entry) is _Task:
+        _reschedule(entry, value)
+    else:
+        entry.deliver(value)
 
 
 def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any:

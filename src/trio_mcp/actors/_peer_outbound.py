@@ -7,15 +7,23 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
 from msgspec import UNSET
 
-from ..protocol import ConnectionClosed, Notification, Request
+from ..protocol import ConnectionClosed, InternalError, Notification, Request, Response, decoder_for
 from ..transports import MessageStream, TransportError
-from ._peer_calls import ProgressCallback, _answer, _progress_of, _Reply, _with_progress_token
+from ._peer_calls import (
+    CANCEL_OWED,
+    ProgressCallback,
+    _answer,
+    _progress_of,
+    _Reply,
+    _with_progress_token,
+)
 from ._peer_limits import PeerLimits
 from ._peer_pool import _INLINE_SINK, InlineServer
 
@@ -30,6 +38,7 @@ _encode: Final = msgspec.json.Encoder().encode  # as protocol.encode, one call l
 _Raw: Final = msgspec.Raw
 _current_task: Final = trio.lowlevel.current_task
 _wait_task_rescheduled: Final = trio.lowlevel.wait_task_rescheduled
+_reschedule: Final = trio.lowlevel.reschedule
 
 #: Requests a peer's ``notifications/cancelled`` never interrupts.
 NON_CANCELLABLE: Final = frozenset({"initialize"})
@@ -44,7 +53,10 @@ class _Outbound:
     _can_inline: bool
     _closed_reason: str | None
     _next_id: int
-    _pending: dict[int | str, _Reply]
+    #: A pending call's entry: its parked task (a gathered call), a _Reply,
+    #: CANCEL_OWED, or what ``expect`` was given (see _peer_calls.deliver).
+    _pending: dict[int | str, Any]
+    _result_decoders: dict[Any, Callable[[Any], Any]]
     _progress: dict[int | str, _Reply]
     _gathers: bool
     _write_failure: str | None
@@ -103,75 +115,71 @@ class _Outbound:
                 return await self._request_inline(serve, method, params, result_type, on_progress)
         ident = self._next_id
         self._next_id = ident + 1
-        reply = _Reply()
         pending = self._pending
+        if on_progress is None and pending and self._gathers and self._write_failure is None:
+            # Other calls are out: the answer writer sends this one with
+            # whatever else is ready in this scheduling turn (one write).
+            # Encoded here, so an unencodable request fails its caller. The
+            # pending entry is the parked task itself (the read loop
+            # reschedules it with the answer), and there is no checkpoint
+            # before parking: a caller cancelled already is told so as it
+            # parks, and the abort function (_take_back) takes its request
+            # back, not written yet, before the writer can run.
+            line = (ident, _Raw(_encode(Request(id=ident, method=method, params=params))))
+            self._requests.append(line)
+            writer = self._writer
+            if writer is not None:
+                self._writer = None
+                _reschedule(writer)
+            pending[ident] = _current_task()
+            try:
+                msg = await _wait_task_rescheduled(partial(self._take_back, line))
+            except trio.Cancelled:
+                if (
+                    self._pending.pop(ident, None) is CANCEL_OWED
+                    and cancellable
+                    and method not in NON_CANCELLABLE
+                    and self._closed_reason is None
+                ):
+                    await self._send_cancelled(ident, "cancelled by the caller")
+                raise
+            if type(msg) is Response and result_type is not None:
+                result = msg.result
+                decode = self._result_decoders.get(result_type)
+                if decode is not None and type(result) is _Raw:
+                    try:
+                        return decode(result)
+                    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                        raise InternalError(f"malformed result for {method}: {exc}") from None
+                self._result_decoders[result_type] = decoder_for(result_type)
+            return _answer(msg, method, result_type)
+        reply = _Reply()
         if on_progress is not None:
             params = _with_progress_token(params, ident)
             reply.progress = deque()
             self._progress[ident] = reply
         pending[ident] = reply
         sent = False
-        line: Any = None
-        unsent = False  # taken back by abort(): cancelled before the writer wrote it
-
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            # Runs at once when the caller is cancelled while parked, before
-            # any other task (the writer) can take the request: a request not
-            # written yet is taken back, never sent.
-            nonlocal unsent
-            reply.task = None
-            requests = self._requests
-            if line in requests:
-                requests.remove(line)
-                unsent = True
-            return trio.lowlevel.Abort.SUCCEEDED
-
         try:
             request = Request(id=ident, method=method, params=params)
-            if self._gathers and len(pending) > 1 and self._write_failure is None:
-                # Other calls are out: the answer writer sends this one with
-                # whatever else is ready in this scheduling turn (one write).
-                # Encoded here, so an unencodable request fails its caller.
-                # No checkpoint before parking (but with a progress callback,
-                # which parks elsewhere): a caller cancelled already is told
-                # so as it parks, and abort() takes its request back.
-                if on_progress is not None:
-                    await trio.lowlevel.checkpoint_if_cancelled()
-                line = (ident, _Raw(_encode(request)))
-                self._requests.append(line)
-                writer = self._writer
-                if writer is not None:
-                    self._writer = None
-                    trio.lowlevel.reschedule(writer)
+            nowait = self._send_nowait
+            if nowait is not None and not self._requests:
+                # A lone call: written now, whole, when the stream can
+                # (no schedule point of the stream's own; the wait is one).
+                await trio.lowlevel.checkpoint_if_cancelled()
+                sent = nowait(request)
+            if not sent:
+                await self.stream.send(request)  # may yield: the answer may come meanwhile
                 sent = True
-                if on_progress is None:
-                    reply.task = _current_task()
-                    msg = await _wait_task_rescheduled(abort)
-                else:
-                    msg = await reply.wait_reporting(on_progress, self.name)
+            if on_progress is not None:
+                msg = await reply.wait_reporting(on_progress, self.name)
+            elif reply.value is None:
+                # Parked here, one coroutine frame less than reply.wait().
+                reply.task = _current_task()
+                msg = await _wait_task_rescheduled(reply._abort)
             else:
-                nowait = self._send_nowait
-                if nowait is not None and not self._requests:
-                    # A lone call: written now, whole, when the stream can
-                    # (no schedule point of the stream's own; the wait is one).
-                    await trio.lowlevel.checkpoint_if_cancelled()
-                    sent = nowait(request)
-                if not sent:
-                    await self.stream.send(request)  # may yield: the answer may come meanwhile
-                    sent = True
-                if on_progress is not None:
-                    msg = await reply.wait_reporting(on_progress, self.name)
-                elif reply.value is None:
-                    # Parked here, one coroutine frame less than reply.wait().
-                    reply.task = _current_task()
-                    msg = await _wait_task_rescheduled(reply._abort)
-                else:
-                    msg = await reply.wait()
+                msg = await reply.wait()
         except trio.Cancelled:
-            if unsent or (line is not None and line in self._requests):
-                if not unsent:
-                    self._requests.remove(line)  # never written: as if never sent
-                sent = False
             # The initialize request is never cancelled (MCP lifecycle).
             cancellable = cancellable and method not in NON_CANCELLABLE
             if sent and cancellable and reply.value is None and self._closed_reason is None:
@@ -184,6 +192,22 @@ class _Outbound:
             if on_progress is not None:
                 self._progress.pop(ident, None)
         return _answer(msg, method, result_type)
+
+    def _take_back(self, line: tuple[int | str, msgspec.Raw], _: Any) -> trio.lowlevel.Abort:
+        """The abort function of a gathered call (see :meth:`request`): runs at
+        once when its caller is cancelled while parked, before any other task
+        (the writer) can take the request. A request not written yet is taken
+        back, never sent; one written leaves :data:`CANCEL_OWED` as its entry
+        (its caller then sends ``notifications/cancelled`` unless the answer
+        comes first)."""
+        ident = line[0]
+        requests = self._requests
+        if line in requests:
+            requests.remove(line)
+            self._pending.pop(ident, None)
+        else:
+            self._pending[ident] = CANCEL_OWED
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def expect(self, reply: Any, *, progress: bool = False) -> int:
         """A request id whose answer, sent for a request someone else writes

@@ -56,7 +56,7 @@ from ..protocol import (
 from ..transports import MessageStream, TransportClosed, TransportError
 from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
-from ._peer_calls import _Reply
+from ._peer_calls import deliver
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _encodable, _Slot
 
 log = logging.getLogger("trio_mcp.peer")
@@ -142,7 +142,7 @@ class _HandlerPool:
     _answers: list[Any]
     _requests: list[tuple[int | str, msgspec.Raw]]
     _write_failure: str | None
-    _pending: dict[int | str, _Reply]
+    _pending: dict[int | str, Any]
     _unwritten: int
     _writer: trio.lowlevel.Task | None
     _gathers: bool
@@ -434,7 +434,7 @@ class _HandlerPool:
             if reply is not None:
                 error = ConnectionClosed(f"connection closed: {exc.reason}")
                 error.__cause__ = exc
-                reply.deliver(outcome.Error(error))
+                deliver(reply, outcome.Error(error))
 
     async def _send(self, out: Any, what: str) -> None:
         """Send a worker's answer (or a batch's array of them): over a stream

@@ -13,6 +13,7 @@ Bad input never raises out of :func:`decode`: it returns an
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from typing import Any, Final, TypeAlias, TypeVar
 
 import msgspec
@@ -40,6 +41,7 @@ __all__ = [
     "coerce",
     "decode",
     "decode_utf8",
+    "decoder_for",
     "encode",
     "encode_line",
     "encode_lines",
@@ -342,6 +344,15 @@ def coerce(value: Any, type_: type[T]) -> T:
     elif isinstance(value, Struct):
         value = msgspec.to_builtins(value)
     return msgspec.convert(value, type_)
+
+
+def decoder_for(type_: type[T]) -> Callable[[Raw], T]:
+    """The cached decoder :func:`coerce` uses for ``Raw`` into ``type_``, as a
+    function (for a hot path that keeps it; it raises as ``coerce`` does)."""
+    dec = _decoders.get(type_)
+    if dec is None:
+        dec = _decoders[type_] = msgspec.json.Decoder(type_)
+    return dec.decode
 
 
 def error_response(ident: int | str | None, exc: McpError) -> ErrorResponse:
