@@ -22,8 +22,10 @@ APP = str(Path(__file__).parent / "lean_app.py")
 TIMEOUT = 30.0
 
 #: Loaded by neither way of serving stdio: third-party packages of the other
-#: transports, auth, cluster, metrics, tracing and configuration files, and
-#: trio-mcp's own network, auth, gateway, bench and client-side code.
+#: transports, auth, cluster, metrics, tracing and configuration files,
+#: trio-mcp's own network, auth, gateway, bench and client-side code, and
+#: the parts of the server a server of one tool does not use (tasks,
+#: resources, prompts, media, in-process pairs, statistics).
 NEVER = (
     "hypercorn",
     "httpx",
@@ -55,6 +57,16 @@ NEVER = (
     "trio_mcp.cli._connect",
     "trio_mcp.cli._bench",
     "trio_mcp.cli._workers",
+    # built on first use: what a server of one tool never needs
+    "trio_mcp.actors._tasks",
+    "trio_mcp.actors._client_call",
+    "trio_mcp.actors._peer_statistics",
+    "trio_mcp.server._more_entries",
+    "trio_mcp.server._media",
+    "trio_mcp.server._uri_template",
+    "trio_mcp.server._traversal",
+    "trio_mcp.transports.memory",
+    "trio_mcp.transports._server_info",
 )
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
