@@ -91,6 +91,8 @@ INIT = {
 DIFFERENCES = (
     ("ours - floor", OURS, FLOOR),
     ("trio-mcp run - floor", "trio-mcp run", FLOOR),
+    ("ours - base", OURS, f"{OURS} (base)"),
+    ("trio-mcp run - base", "trio-mcp run", "trio-mcp run (base)"),
     ("floor - import trio", FLOOR, "import trio"),
     ("import trio - python", "import trio", "python"),
 )
@@ -102,9 +104,11 @@ class Target:
     argv: tuple[str, ...]
     answers: bool  # a server: timed to its answer to initialize (else to its exit)
     runtime: str = "ours"  # "ours", "sdk" or "node"
+    #: trio-mcp's source tree to run (``PYTHONPATH``), when not the installed one (``--base``).
+    src: Path | None = None
 
 
-def all_targets(node: str | None, sdk_python: Path) -> list[Target]:
+def all_targets(node: str | None, sdk_python: Path, base: Path | None) -> list[Target]:
     py = sys.executable
     script = Path(py).with_name("trio-mcp")
     run = (str(script),) if script.exists() else (py, "-m", "trio_mcp.cli")
@@ -120,6 +124,12 @@ def all_targets(node: str | None, sdk_python: Path) -> list[Target]:
             "trio-mcp run", (*run, "run", str(HERE / "servers" / "trio_echo_app.py"), "-t", "stdio"), True
         ),
     ]
+    if base is not None:  # the same two servers, trio-mcp's code from another tree
+        targets += [
+            Target(f"{t.name} (base)", t.argv, True, src=base)
+            for t in targets
+            if t.name in (OURS, "trio-mcp run")
+        ]
     if node is not None:
         targets.append(Target("ts-sdk", (node, str(DRIVERS / "ts_stdio_server.mjs")), True, "node"))
         targets.append(Target("node-echo", (node, str(DRIVERS / "echo_stdio_server.mjs")), True, "node"))
@@ -160,6 +170,8 @@ def _read_answer(proc: subprocess.Popen[bytes], deadline: float) -> None:
 def spawn_once(target: Target) -> tuple[float, float]:
     """Spawn ``target`` once: (wall ms to its answer or exit, CPU ms of its whole life)."""
     env = sdk_env() if target.runtime == "sdk" else None
+    if target.src is not None:
+        env = dict(os.environ, PYTHONPATH=str(target.src))
     pipe = subprocess.PIPE if target.answers else subprocess.DEVNULL
     cpu = _children_cpu()
     begin = time.perf_counter()
@@ -214,15 +226,18 @@ for name, (own, total) in seen.items():
 """
 
 
-def import_profile(runs: int) -> dict[str, Any]:
+def import_profile(runs: int, src: Path | None = None) -> dict[str, Any]:
     """Median CPU ms per module of our server's imports over ``runs`` runs,
-    and summed by package (trio-mcp's by subpackage)."""
+    and summed by package (trio-mcp's by subpackage); ``src``: trio-mcp's
+    code from that tree."""
     script = str(HERE / "servers" / "trio_echo_server.py")
+    env = None if src is None else dict(os.environ, PYTHONPATH=str(src))
     per: dict[str, list[float]] = {}
     for _ in range(runs):
         out = subprocess.run(
             [sys.executable, "-c", HOOK, script, "--import-only"],
             cwd=ROOT,
+            env=env,
             capture_output=True,
             text=True,
             timeout=120,
@@ -303,17 +318,20 @@ def print_report(doc: dict[str, Any]) -> None:
     print("differences of the per-round medians, ms:")
     print(text_table(("difference", "of", "median", *(f"round {n}" for n in rounds)), body, left=2))
     print(f"issue 17's target, for context: ours spawn -> initialized ≤ {TARGET_MS:g} ms")
-    if prof := doc.get("imports"):
-        print()
-        print(
-            f"our server's imports, CPU ms per module (median of {prof['runs']} runs): "
-            f"{prof['total_ms']:.1f} in all, trio-mcp's own modules {prof['ours_ms']:.1f}"
-        )
-        print("  by package: " + ", ".join(f"{k} {v:.1f}" for k, v in prof["groups"].items()))
-        top = list(prof["ours"].items())[:20]
-        print(
-            "  trio-mcp's costliest: " + ", ".join(f"{k.removeprefix('trio_mcp.')} {v:.1f}" for k, v in top)
-        )
+    for key, whose in (("imports", "our server's"), ("imports_base", "the base's")):
+        if prof := doc.get(key):
+            print()
+            print(
+                f"{whose} imports, CPU ms per module (median of {prof['runs']} runs): "
+                f"{prof['total_ms']:.1f} in all, trio-mcp's own modules {prof['ours_ms']:.1f} "
+                f"in {len(prof['ours'])} modules"
+            )
+            print("  by package: " + ", ".join(f"{k} {v:.1f}" for k, v in prof["groups"].items()))
+            top = list(prof["ours"].items())[:20]
+            print(
+                "  trio-mcp's costliest: "
+                + ", ".join(f"{k.removeprefix('trio_mcp.')} {v:.1f}" for k, v in top)
+            )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -327,10 +345,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--sdk-python", type=Path, default=SDK_PYTHON, help="python of the official SDK's venv"
     )
     parser.add_argument("--node", default=None, help="node binary (default: the pinned Node 22, else PATH)")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="another trio-mcp source tree's src (e.g. a git worktree of main): adds its trio-mcp servers",
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.spawns < 1 or args.imports < 0:
         parser.error("--rounds and --spawns must be >= 1, --imports >= 0")
-    by_name = {t.name: t for t in all_targets(args.node or node_binary(), args.sdk_python)}
+    if args.base is not None and not (args.base / "trio_mcp" / "__init__.py").exists():
+        parser.error(f"--base {args.base}: no trio_mcp package there")
+    by_name = {t.name: t for t in all_targets(args.node or node_binary(), args.sdk_python, args.base)}
     names = (
         [n.strip() for n in args.targets.split(",")]
         if args.targets
@@ -346,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import trio_mcp
 
-    compileall.compile_dir(Path(trio_mcp.__file__).parent, quiet=1)
+    for tree in (Path(trio_mcp.__file__).parent, args.base and args.base / "trio_mcp"):
+        if tree:
+            compileall.compile_dir(tree, quiet=1)
     rows: list[dict[str, Any]] = []
 
     def run(target: Target, round_no: int) -> None:
@@ -374,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.imports and failure is None:
         doc["imports"] = import_profile(args.imports)
+        if args.base is not None:
+            doc["imports_base"] = import_profile(args.imports, args.base)
     return emit(doc, args.json, print_report, failure)
 
 
