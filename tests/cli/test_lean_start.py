@@ -43,6 +43,8 @@ NEVER = (
     "wsproto",
     "importlib.metadata",
     "mimetypes",
+    "json",
+    "difflib",
     "trio_mcp.serving",
     "trio_mcp.auth",
     "trio_mcp.gateway",
