@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/bench_startup.py --rounds 9 --spawns 2
     .venv/bin/python benchmarks/bench_startup.py --imports 7         # and where our import's CPU goes
     .venv/bin/python benchmarks/bench_startup.py --targets trio-floor,trio-mcp --json
+    .venv/bin/python benchmarks/bench_startup.py --base /tmp/main/src   # and main's servers, interleaved
+    .venv/bin/python benchmarks/bench_startup.py --rounds 0 --callgrind --base /tmp/main/src   # instructions
 
 Targets, every one in each round (the order rotated every round), each
 spawned ``--spawns`` times in a row:
@@ -32,9 +34,14 @@ round's load average.
 CPU time (``time.thread_time_ns``) of its own execution, without the modules
 it imports (``python -X importtime`` does the same in wall time, which a busy
 machine's preemptions make useless): the median per module, summed by
-package. Before anything runs, trio-mcp's byte-code cache is brought up to
-date (as ``pip install`` does): with ``PYTHONDONTWRITEBYTECODE`` set, every
-spawn of an editable install would compile our sources otherwise.
+package. ``--callgrind`` counts the instructions each Python target executes
+from spawn to exit (once each, under valgrind: the figure a loaded machine
+does not move). ``--base SRC`` adds ``trio-mcp (base)`` and ``trio-mcp run
+(base)``: the same servers with trio-mcp from another source tree (``src`` of
+``git worktree add --detach /tmp/main main``), for before/after in one run.
+Before anything runs, trio-mcp's byte-code cache is brought up to date (as
+``pip install`` does): with ``PYTHONDONTWRITEBYTECODE`` set, every spawn of
+an editable install would compile our sources otherwise.
 """
 
 from __future__ import annotations
@@ -45,9 +52,11 @@ import json
 import os
 import resource
 import selectors
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +84,7 @@ BENCH = "startup"
 OURS = "trio-mcp"
 FLOOR = "trio-floor"
 TIMEOUT = 30.0  # per spawn
+CALLGRIND_TIMEOUT = 900.0  # per spawn under valgrind, on a loaded machine
 #: Issue 17's target for ours, printed for context, never asserted.
 TARGET_MS = 120.0
 INIT = {
@@ -154,7 +164,7 @@ def _read_answer(proc: subprocess.Popen[bytes], deadline: float) -> None:
         while True:
             left = deadline - time.perf_counter()
             if left <= 0:
-                raise RuntimeError(f"no answer to initialize within {TIMEOUT:g} s")
+                raise RuntimeError("no answer to initialize in time")
             if not selector.select(left):
                 continue
             chunk = os.read(fd, 65536)
@@ -167,29 +177,45 @@ def _read_answer(proc: subprocess.Popen[bytes], deadline: float) -> None:
                     return
 
 
-def spawn_once(target: Target) -> tuple[float, float]:
-    """Spawn ``target`` once: (wall ms to its answer or exit, CPU ms of its whole life)."""
-    env = sdk_env() if target.runtime == "sdk" else None
+def spawn_once(target: Target, prefix: tuple[str, ...] = (), timeout: float = TIMEOUT) -> tuple[float, float]:
+    """Spawn ``target`` once (``prefix`` before its argv: valgrind): (wall ms
+    to its answer or exit, CPU ms of its whole life)."""
+    env = sdk_env() if target.runtime == "sdk" else dict(os.environ)
     if target.src is not None:
-        env = dict(os.environ, PYTHONPATH=str(target.src))
+        env["PYTHONPATH"] = str(target.src)
+    if prefix:
+        env["PYTHONHASHSEED"] = "0"  # the same instructions run after run
     pipe = subprocess.PIPE if target.answers else subprocess.DEVNULL
     cpu = _children_cpu()
     begin = time.perf_counter()
-    proc = subprocess.Popen(target.argv, cwd=ROOT, env=env, stdin=pipe, stdout=pipe)
+    proc = subprocess.Popen((*prefix, *target.argv), cwd=ROOT, env=env, stdin=pipe, stdout=pipe)
     try:
         if target.answers:
             assert proc.stdin is not None
             proc.stdin.write(json.dumps(INIT).encode() + b"\n")
             proc.stdin.flush()
-            _read_answer(proc, begin + TIMEOUT)
+            _read_answer(proc, begin + timeout)
         else:
-            proc.wait(TIMEOUT)
+            proc.wait(timeout)
         wall = time.perf_counter() - begin
     finally:
         status = stop_process(proc)
     if status != 0:
         raise RuntimeError(f"{target.name} exited with status {status}")
     return wall * 1000, (_children_cpu() - cpu) * 1000
+
+
+def instructions(target: Target, workdir: Path) -> int:
+    """Instructions ``target`` executes in its whole life (valgrind's
+    callgrind; a server is closed once it has answered ``initialize``)."""
+    out = workdir / f"callgrind.{os.getpid()}.out"
+    prefix = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}")
+    spawn_once(target, prefix, CALLGRIND_TIMEOUT)
+    with open(out) as f:
+        for line in f:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    raise RuntimeError(f"no totals in {out}")
 
 
 # The import hook of --imports: run with ``python -c HOOK script --import-only``.
@@ -318,6 +344,24 @@ def print_report(doc: dict[str, Any]) -> None:
     print("differences of the per-round medians, ms:")
     print(text_table(("difference", "of", "median", *(f"round {n}" for n in rounds)), body, left=2))
     print(f"issue 17's target, for context: ours spawn -> initialized ≤ {TARGET_MS:g} ms")
+    if counted := doc.get("instructions"):
+        print()
+        print(
+            "instructions executed, spawn to exit (valgrind's callgrind; a server closed once it has answered):"
+        )
+        floor = counted.get(FLOOR)
+        body = []
+        for name, n in counted.items():
+            base = counted.get(f"{name} (base)")
+            body.append(
+                (
+                    name,
+                    f"{n / 1e6:,.1f} M",
+                    "" if floor is None else f"{(n - floor) / 1e6:+,.1f} M",
+                    "" if base is None else f"{n / base - 1:+.1%}",
+                )
+            )
+        print(text_table(("target", "instructions", "- trio-floor", "vs its base"), body))
     for key, whose in (("imports", "our server's"), ("imports_base", "the base's")):
         if prof := doc.get(key):
             print()
@@ -346,14 +390,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--node", default=None, help="node binary (default: the pinned Node 22, else PATH)")
     parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="then the instructions each of our targets executes, once (valgrind; minutes under load)",
+    )
+    parser.add_argument(
         "--base",
         type=Path,
         default=None,
         help="another trio-mcp source tree's src (e.g. a git worktree of main): adds its trio-mcp servers",
     )
     args = parser.parse_args(argv)
-    if args.rounds < 1 or args.spawns < 1 or args.imports < 0:
-        parser.error("--rounds and --spawns must be >= 1, --imports >= 0")
+    if args.rounds < 0 or args.spawns < 1 or args.imports < 0:
+        parser.error("--spawns must be >= 1, --rounds and --imports >= 0 (--rounds 0: no timings)")
+    if args.callgrind and shutil.which("valgrind") is None:
+        parser.error("--callgrind needs valgrind")
     if args.base is not None and not (args.base / "trio_mcp" / "__init__.py").exists():
         parser.error(f"--base {args.base}: no trio_mcp package there")
     by_name = {t.name: t for t in all_targets(args.node or node_binary(), args.sdk_python, args.base)}
@@ -393,6 +444,13 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     rounds, failure = run_rounds(args.rounds, args.targets, lambda t: t.name, run, "bench_startup")
+    counted: dict[str, int] = {}
+    if args.callgrind and failure is None:
+        with tempfile.TemporaryDirectory() as workdir:
+            for target in args.targets:
+                if target.runtime == "ours":
+                    print(f"[bench_startup] callgrind: {target.name}", file=sys.stderr, flush=True)
+                    counted[target.name] = instructions(target, Path(workdir))
     doc: dict[str, Any] = {
         "bench": BENCH,
         "settings": {"rounds": args.rounds, "spawns": args.spawns, "python": sys.version.split()[0]},
@@ -400,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "summary": summarize(rows),
     }
+    if counted:
+        doc["instructions"] = counted
     if args.imports and failure is None:
         doc["imports"] = import_profile(args.imports)
         if args.base is not None:
