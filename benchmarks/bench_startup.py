@@ -198,6 +198,10 @@ def spawn_once(target: Target, prefix: tuple[str, ...] = (), timeout: float = TI
         else:
             proc.wait(timeout)
         wall = time.perf_counter() - begin
+        if prefix:  # its exit, however slow under valgrind (stop_process would soon signal it)
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout)
     finally:
         status = stop_process(proc)
     if status != 0:
@@ -209,7 +213,7 @@ def instructions(target: Target, workdir: Path) -> int:
     """Instructions ``target`` executes in its whole life (valgrind's
     callgrind; a server is closed once it has answered ``initialize``)."""
     out = workdir / f"callgrind.{os.getpid()}.out"
-    prefix = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}")
+    prefix = ("valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}")
     spawn_once(target, prefix, CALLGRIND_TIMEOUT)
     with open(out) as f:
         for line in f:
@@ -450,7 +454,11 @@ def main(argv: list[str] | None = None) -> int:
             for target in args.targets:
                 if target.runtime == "ours":
                     print(f"[bench_startup] callgrind: {target.name}", file=sys.stderr, flush=True)
-                    counted[target.name] = instructions(target, Path(workdir))
+                    try:
+                        counted[target.name] = instructions(target, Path(workdir))
+                    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                        failure = f"callgrind, {target.name}: {exc}"
+                        break
     doc: dict[str, Any] = {
         "bench": BENCH,
         "settings": {"rounds": args.rounds, "spawns": args.spawns, "python": sys.version.split()[0]},
