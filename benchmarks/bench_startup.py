@@ -12,7 +12,8 @@ spawned ``--spawns`` times in a row:
 
 * the interpreter alone, to its exit: ``python -c pass`` (``python``), with
   ``-S`` (no ``site``) and with ``-I`` (isolated);
-* imports alone, to exit: ``python -c "import trio"``, ``python -c "import msgspec, attrs, cattrs"``;
+* imports alone, to exit: ``python -c "import trio"`` (``import trio``), ``python -c
+  "import msgspec, attrs, cattrs"`` (``import msgspec+attrs+cattrs``);
 * servers, to the first answer to ``initialize`` (a JSON-RPC line written to
   their stdin as soon as they are spawned): ``trio-floor``
   (``servers/trio_floor_server.py``: trio and msgspec, no MCP, the floor of
@@ -127,7 +128,7 @@ def all_targets(node: str | None, sdk_python: Path, base: Path | None) -> list[T
         Target("python -S", (py, "-S", "-c", "pass"), False),
         Target("python -I", (py, "-I", "-c", "pass"), False),
         Target("import trio", (py, "-c", "import trio"), False),
-        Target("import msgspec, attrs, cattrs", (py, "-c", "import msgspec, attrs, cattrs"), False),
+        Target("import msgspec+attrs+cattrs", (py, "-c", "import msgspec, attrs, cattrs"), False),
         Target(FLOOR, (py, str(HERE / "servers" / "trio_floor_server.py")), True),
         Target(OURS, (py, str(HERE / "servers" / "trio_echo_server.py")), True),
         Target(
