@@ -36,8 +36,8 @@ CPU time (``time.thread_time_ns``) of its own execution, without the modules
 it imports (``python -X importtime`` does the same in wall time, which a busy
 machine's preemptions make useless): the median per module, summed by
 package. ``--callgrind`` counts the instructions each Python target executes
-from spawn to exit (once each, under valgrind: the figure a loaded machine
-does not move). ``--base SRC`` adds ``trio-mcp (base)`` and ``trio-mcp run
+(once each, under valgrind: the figure a loaded machine does not move): a
+server's from spawn to its answer, the others' to the end of their code. ``--base SRC`` adds ``trio-mcp (base)`` and ``trio-mcp run
 (base)``: the same servers with trio-mcp from another source tree (``src`` of
 ``git worktree add --detach /tmp/main main``), for before/after in one run.
 Before anything runs, trio-mcp's byte-code cache is brought up to date (as
@@ -49,11 +49,13 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import dataclasses
 import json
 import os
 import resource
 import selectors
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -199,22 +201,32 @@ def spawn_once(target: Target, prefix: tuple[str, ...] = (), timeout: float = TI
         else:
             proc.wait(timeout)
         wall = time.perf_counter() - begin
-        if prefix:  # its exit, however slow under valgrind (stop_process would soon signal it)
-            if proc.stdin is not None:
-                proc.stdin.close()
+        if prefix and target.answers:
+            # counted to its answer: a signal whose default action ends it at
+            # once (no handler of trio-mcp run's, no finalization), after
+            # which valgrind writes its counts
+            proc.send_signal(signal.SIGUSR2)
             proc.wait(timeout)
     finally:
         status = stop_process(proc)
+    if prefix and target.answers and status == -signal.SIGUSR2:
+        status = 0
     if status != 0:
         raise RuntimeError(f"{target.name} exited with status {status}")
     return wall * 1000, (_children_cpu() - cpu) * 1000
 
 
 def instructions(target: Target, workdir: Path) -> int:
-    """Instructions ``target`` executes in its whole life (valgrind's
-    callgrind; a server is closed once it has answered ``initialize``)."""
+    """Instructions ``target`` executes (valgrind's callgrind): a server's
+    from spawn to its answer to ``initialize``; a ``-c`` target's to the end of
+    its code (run with ``os._exit`` appended: neither counts the interpreter's
+    finalization, which costs tens of millions of instructions)."""
     out = workdir / f"callgrind.{os.getpid()}.out"
     prefix = ("valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}")
+    if not target.answers and target.argv[-2] == "-c":
+        target = dataclasses.replace(
+            target, argv=(*target.argv[:-1], f"{target.argv[-1]}; import os; os._exit(0)")
+        )
     spawn_once(target, prefix, CALLGRIND_TIMEOUT)
     with open(out) as f:
         for line in f:
