@@ -364,7 +364,8 @@ def print_report(doc: dict[str, Any]) -> None:
     if counted := doc.get("instructions"):
         print()
         print(
-            "instructions executed, spawn to exit (valgrind's callgrind; a server closed once it has answered):"
+            "instructions executed (valgrind's callgrind): a server's from spawn to its answer to initialize, "
+            "the others' to the end of their code (no finalization):"
         )
         floor = counted.get(FLOOR)
         body = []
