@@ -8,6 +8,7 @@ asserted here."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import trio
+
+from trio_mcp.cli import main
 
 from ._procs import INIT
 
@@ -115,6 +118,12 @@ async def _serve_and_report(command: list[str], out: Path) -> list[str]:
     return out.read_text().split("\n")
 
 
+def test_run_resumes_the_collector_when_it_fails_to_start(tmp_path: Path) -> None:
+    assert gc.isenabled()
+    assert main(["run", str(tmp_path / "missing.py")]) == 1
+    assert gc.isenabled()
+
+
 def _loaded(modules: list[str], name: str) -> list[str]:
     return [m for m in modules if m == name or m.startswith(name + ".")]
 
@@ -128,6 +137,8 @@ def _loaded(modules: list[str], name: str) -> list[str]:
 )
 async def test_a_stdio_server_serves_without_loading_other_layers(how: list[str], tmp_path: Path) -> None:
     modules = await _serve_and_report(how, tmp_path / "modules.txt")
+    # trio-mcp run pauses the collector during start-up only
+    assert modules[-1] == "gc enabled: True"
     # the report is this server's: what serving stdio needs is there
     for needed in ("trio", "msgspec", "trio_mcp.server._app", "trio_mcp.transports._stdio_stream"):
         assert needed in modules
