@@ -142,15 +142,13 @@ def run_target(
     return rows, process
 
 
-def round_spread(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per server and concurrency, the run-to-run spread of calls/s: the
+def round_spread(rows: list[dict[str, Any]], metric: str = "calls_per_s") -> dict[str, dict[str, float]]:
+    """Per server and concurrency, the run-to-run spread of ``metric``: the
     largest round's over the smallest's, less 1 (0.12: 12 %; 0 with one round)."""
     per: dict[str, dict[str, list[float]]] = {}
     for row in rows:
-        if row.get("calls_per_s"):
-            per.setdefault(row["impl"], {}).setdefault(label(row["concurrency"]), []).append(
-                row["calls_per_s"]
-            )
+        if row.get(metric):
+            per.setdefault(row["impl"], {}).setdefault(label(row["concurrency"]), []).append(row[metric])
     return {
         impl: {key: round(max(values) / min(values) - 1, 3) for key, values in by.items()}
         for impl, by in per.items()
@@ -188,6 +186,9 @@ def summarize(rows: list[dict[str, Any]], processes: list[dict[str, Any]]) -> di
     return {
         "medians": medians(rows, ("impl", "concurrency"), METRICS),
         "calls_per_s_spread": round_spread(rows),
+        # the server's CPU per call spreads much less when calls/s spreads
+        # because of the machine (how the two processes get the cores)
+        "server_cpu_us_spread": round_spread(rows, "server_cpu_us"),
         "ratios": ratios,
         "ceiling_above_every_server": above,
         "spawn_ms": spawn,
@@ -217,13 +218,17 @@ def print_report(doc: dict[str, Any]) -> None:
         "server peak RSS MB: "
         + ", ".join(f"{k} {fmt_spread(v, 1)}" for k, v in summary["peak_rss_mb"].items())
     )
-    print(
-        "run-to-run spread of calls/s (largest round / smallest - 1): "
-        + "; ".join(
-            f"{impl} " + ", ".join(f"{key} {value:.0%}" for key, value in by.items())
-            for impl, by in summary["calls_per_s_spread"].items()
+    for key, what in (
+        ("calls_per_s_spread", "calls/s"),
+        ("server_cpu_us_spread", "the server's CPU per call"),
+    ):
+        print(
+            f"run-to-run spread of {what} (largest round / smallest - 1): "
+            + "; ".join(
+                f"{impl} " + ", ".join(f"{k} {value:.0%}" for k, value in by.items())
+                for impl, by in summary[key].items()
+            )
         )
-    )
     print()
     if above := summary["ceiling_above_every_server"]:
         print(

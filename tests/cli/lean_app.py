@@ -1,11 +1,13 @@
 """A stdio echo server that, when its process ends, writes the name of every
-module it loaded to the file ``$LEAN_MODULES_OUT`` (one a line).
+module it loaded to the file ``$LEAN_MODULES_OUT`` (one a line), then
+whether the garbage collector was on (``gc enabled: True``).
 
     python lean_app.py              # served by the library: stdio_server_stream + app.serve
     trio-mcp run lean_app.py        # served by the command line (which imports this file)
 """
 
 import atexit
+import gc
 import os
 import sys
 
@@ -22,7 +24,7 @@ async def echo(text: str) -> str:
 
 def _report_modules() -> None:
     with open(os.environ["LEAN_MODULES_OUT"], "w") as out:
-        out.write("\n".join(sorted(sys.modules)))
+        out.write("\n".join([*sorted(sys.modules), f"gc enabled: {gc.isenabled()}"]))
 
 
 atexit.register(_report_modules)

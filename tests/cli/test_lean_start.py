@@ -8,6 +8,7 @@ asserted here."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -16,14 +17,18 @@ from pathlib import Path
 import pytest
 import trio
 
+from trio_mcp.cli import main
+
 from ._procs import INIT
 
 APP = str(Path(__file__).parent / "lean_app.py")
 TIMEOUT = 30.0
 
 #: Loaded by neither way of serving stdio: third-party packages of the other
-#: transports, auth, cluster, metrics, tracing and configuration files, and
-#: trio-mcp's own network, auth, gateway, bench and client-side code.
+#: transports, auth, cluster, metrics, tracing and configuration files,
+#: trio-mcp's own network, auth, gateway, bench and client-side code, and
+#: the parts of the server a server of one tool does not use (tasks,
+#: resources, prompts, media, in-process pairs, statistics).
 NEVER = (
     "hypercorn",
     "httpx",
@@ -41,6 +46,8 @@ NEVER = (
     "wsproto",
     "importlib.metadata",
     "mimetypes",
+    "json",
+    "difflib",
     "trio_mcp.serving",
     "trio_mcp.auth",
     "trio_mcp.gateway",
@@ -55,6 +62,16 @@ NEVER = (
     "trio_mcp.cli._connect",
     "trio_mcp.cli._bench",
     "trio_mcp.cli._workers",
+    # built on first use: what a server of one tool never needs
+    "trio_mcp.actors._tasks",
+    "trio_mcp.actors._client_call",
+    "trio_mcp.actors._peer_statistics",
+    "trio_mcp.server._more_entries",
+    "trio_mcp.server._media",
+    "trio_mcp.server._uri_template",
+    "trio_mcp.server._traversal",
+    "trio_mcp.transports.memory",
+    "trio_mcp.transports._server_info",
 )
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -101,6 +118,12 @@ async def _serve_and_report(command: list[str], out: Path) -> list[str]:
     return out.read_text().split("\n")
 
 
+def test_run_resumes_the_collector_when_it_fails_to_start(tmp_path: Path) -> None:
+    assert gc.isenabled()
+    assert main(["run", str(tmp_path / "missing.py")]) == 1
+    assert gc.isenabled()
+
+
 def _loaded(modules: list[str], name: str) -> list[str]:
     return [m for m in modules if m == name or m.startswith(name + ".")]
 
@@ -114,6 +137,8 @@ def _loaded(modules: list[str], name: str) -> list[str]:
 )
 async def test_a_stdio_server_serves_without_loading_other_layers(how: list[str], tmp_path: Path) -> None:
     modules = await _serve_and_report(how, tmp_path / "modules.txt")
+    # trio-mcp run pauses the collector during start-up only
+    assert modules[-1] == "gc enabled: True"
     # the report is this server's: what serving stdio needs is there
     for needed in ("trio", "msgspec", "trio_mcp.server._app", "trio_mcp.transports._stdio_stream"):
         assert needed in modules

@@ -10,13 +10,13 @@ from ._peer import (
     InboundRequest,
     Peer,
     PeerLimits,
-    PeerStatistics,
     ProgressCallback,
     oversized_batch,
 )
 
 #: Names imported on first use (the client, connection and host actors).
 _LAZY = {
+    "PeerStatistics": "_peer_statistics",
     "ClientSession": "_client",
     "open_session": "_client",
     "ServerSession": "_server",
@@ -48,8 +48,8 @@ _LAZY = {
     "TaskClient": "_client_tasks",
     "TaskInfo": "_client_tasks",
     "TaskFailed": "_client_tasks",
-    "ClientCall": "_middleware",
-    "ClientMiddleware": "_middleware",
+    "ClientCall": "_client_call",
+    "ClientMiddleware": "_client_call",
     "ServerMiddleware": "_middleware",
 }
 
@@ -59,6 +59,12 @@ if TYPE_CHECKING:  # what type checkers see of the names imported on first use
     )
     from ._client import (
         open_session as open_session,
+    )
+    from ._client_call import (
+        ClientCall as ClientCall,
+    )
+    from ._client_call import (
+        ClientMiddleware as ClientMiddleware,
     )
     from ._client_tasks import (
         TaskClient as TaskClient,
@@ -127,14 +133,9 @@ if TYPE_CHECKING:  # what type checkers see of the names imported on first use
         ToolCallDenied as ToolCallDenied,
     )
     from ._middleware import (
-        ClientCall as ClientCall,
-    )
-    from ._middleware import (
-        ClientMiddleware as ClientMiddleware,
-    )
-    from ._middleware import (
         ServerMiddleware as ServerMiddleware,
     )
+    from ._peer_statistics import PeerStatistics as PeerStatistics
     from ._server import (
         Context as Context,
     )
@@ -172,7 +173,6 @@ __all__ = [
     "ExitReason",
     "Peer",
     "PeerLimits",
-    "PeerStatistics",
     "InboundRequest",
     "Dispatcher",
     "ProgressCallback",

@@ -85,10 +85,11 @@ from ..protocol import (
 )
 from ..transports import MessageStream, TransportError
 from ._actor import ExitReason
+from ._client_call import ClientCall, ClientMiddleware
 from ._client_era import DISCOVER_PROBE_TIMEOUT, ERA_CACHE, MAX_INPUT_ROUNDS, Era, _EraCache, _Negotiation
 from ._client_inbound import LISTEN_ACK_TIMEOUT, _Inbound
 from ._instrument import Instrumentation, instrument
-from ._middleware import ClientCall, ClientMiddleware, run_chain
+from ._middleware import run_chain
 from ._peer import Peer, PeerLimits, ProgressCallback
 from ._server import METHOD_CAPABILITY, _declared
 

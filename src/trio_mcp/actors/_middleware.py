@@ -20,7 +20,9 @@ Client side: ``ClientSession(..., middleware=[...])``, each one
 ``async def mw(call, call_next)`` around every call the session makes
 through its API (``call_tool``, ``list_tools``, ``read_resource``…):
 ``call.method``, ``call.params`` (as the session is about to send them),
-``call.session``; ``call_next()`` returns the typed result or raises.
+``call.session``; ``call_next()`` returns the typed result or raises
+(:class:`ClientCall` and ``ClientMiddleware`` are in :mod:`._client_call`:
+a server process does not build them).
 
 Without middleware nothing of this runs: a session checks once, when it is
 made, whether there is a chain.
@@ -32,32 +34,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 if TYPE_CHECKING:
-    from ._client import ClientSession
     from ._server import Context
 
-__all__ = ["ClientCall", "ClientMiddleware", "Next", "ServerMiddleware", "run_chain"]
+__all__ = ["Next", "ServerMiddleware", "run_chain"]
 
 #: What a middleware calls to run the rest of the chain (and the handler).
 Next = Callable[[], Awaitable[Any]]
 #: ``async def mw(ctx: Context, call_next: Next) -> result``.
 ServerMiddleware = Callable[["Context", Next], Awaitable[Any]]
-
-
-@attrs.frozen
-class ClientCall:
-    """A call a :class:`~trio_mcp.ClientSession` is about to make."""
-
-    session: ClientSession
-    method: str
-    #: The params as the session sends them (a wire Struct, a dict, or None).
-    params: Any
-
-
-#: ``async def mw(call: ClientCall, call_next: Next) -> result``.
-ClientMiddleware = Callable[[ClientCall, Next], Awaitable[Any]]
 
 
 def run_chain(

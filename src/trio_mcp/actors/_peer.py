@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import outcome
@@ -57,9 +57,12 @@ from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
 from ._peer_calls import ProgressCallback, _progress_of, _Reply, deliver
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
-from ._peer_limits import PeerLimits, PeerStatistics, oversized_batch
+from ._peer_limits import PeerLimits, oversized_batch
 from ._peer_outbound import NON_CANCELLABLE, _Outbound
 from ._peer_pool import _DONE, _HANDED_OFF, _READ_BUDGET, _HandlerPool
+
+if TYPE_CHECKING:  # imported when the statistics are first asked for
+    from ._peer_statistics import PeerStatistics
 
 __all__ = [
     "NON_CANCELLABLE",
@@ -67,7 +70,6 @@ __all__ = [
     "InboundRequest",
     "Peer",
     "PeerLimits",
-    "PeerStatistics",
     "ProgressCallback",
     "oversized_batch",
 ]
@@ -601,6 +603,8 @@ class Peer(_Outbound, _HandlerPool):
         await self._stopped.wait()
 
     def statistics(self) -> PeerStatistics:
+        from ._peer_statistics import PeerStatistics
+
         return PeerStatistics(
             pending_calls=len(self._pending),
             handlers_running=self._running,

@@ -1,5 +1,6 @@
-"""The bounds of a peer (:class:`PeerLimits`, all named), its counters
-(:class:`PeerStatistics`), and the refusal of an oversized batch."""
+"""The bounds of a peer (:class:`PeerLimits`, all named) and the refusal of
+an oversized batch (its counters, :class:`PeerStatistics`, are in
+:mod:`._peer_statistics`, imported when first asked for)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import attrs
 from .._util import DEFAULT_WARNING_INTERVAL, check_positive, numeric_fields
 from ..protocol import ErrorResponse, InvalidRequest, error_response
 
-__all__ = ["PeerLimits", "PeerStatistics", "oversized_batch"]
+__all__ = ["PeerLimits", "oversized_batch"]
 
 
 @attrs.frozen(kw_only=True)
@@ -48,25 +49,6 @@ class PeerLimits:
 
     def __attrs_post_init__(self) -> None:
         check_positive(self, numeric_fields(self))
-
-
-@attrs.frozen
-class PeerStatistics:
-    """A snapshot of a peer's counters (see :meth:`Peer.statistics`)."""
-
-    pending_calls: int
-    handlers_running: int
-    workers: int
-    requests_queued: int
-    notifications_queued: int
-    requests_served: int
-    requests_overloaded: int
-    requests_cancelled_by_peer: int
-    notifications_dropped: int
-    #: Times the read loop stopped reading until the other side took our answers.
-    reads_paused: int
-    unmatched_responses: int
-    invalid_frames: int
 
 
 def oversized_batch(items: list[Any], limit: int) -> ErrorResponse | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -62,6 +60,8 @@ def _as(kind: str, raw: str) -> tuple[bool, Any]:
         if kind == "null" and raw == "null":
             return True, None
         if kind in ("array", "object"):
+            import json  # here: a server's start-up (trio-mcp run) never reads JSON arguments
+
             value = json.loads(raw)
             if isinstance(value, list if kind == "array" else dict):
                 return True, value
@@ -79,6 +79,8 @@ def coerce_value(raw: str, schema: dict[str, Any] | None) -> Any:
     type takes ``raw`` as JSON when it parses, else as a string."""
     kinds = _types(schema)
     if not kinds:
+        import json
+
         try:
             return json.loads(raw)
         except ValueError:
@@ -97,6 +99,8 @@ def coerce_value(raw: str, schema: dict[str, Any] | None) -> Any:
 
 def closest(name: str, names: Iterable[str]) -> list[str]:
     """The names most like ``name`` (for 'did you mean')."""
+    import difflib
+
     return difflib.get_close_matches(name, list(names), n=3, cutoff=0.5)
 
 

@@ -17,7 +17,6 @@ running its own gateway (and so its own stdio servers): see ``._workers``.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -216,6 +215,8 @@ async def _status(url: str, as_json: bool) -> int:
     async with open_target([url]) as client:
         result = await client.read_resource(STATUS_URI)
     text = result.contents[0].text
+    import json  # here: `trio-mcp run` loads this module (run_until_signal) and reads no JSON
+
     status = json.loads(text if isinstance(text, str) else "{}")
     if as_json:
         print(json.dumps(status, indent=2))

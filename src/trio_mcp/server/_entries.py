@@ -1,5 +1,6 @@
-"""What :class:`~trio_mcp.server.MCPServer` keeps of each registered tool,
-resource, resource template and prompt, and the OAuth scopes a request
+"""What :class:`~trio_mcp.server.MCPServer` keeps of each registered tool
+(those of resources, templates and prompts are in :mod:`._more_entries`,
+imported when the first is registered), and the OAuth scopes a request
 needs: those declared (``scopes=``) on what it names."""
 
 from __future__ import annotations
@@ -9,20 +10,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from ..protocol import Prompt, Resource, ResourceTemplate, Tool
+from ..protocol import Tool
 from ._functions import FunctionSpec
 from ._schema import OutputSchema
-from ._uri_template import UriTemplate
 
 if TYPE_CHECKING:
     from ._registry import Registry
 
 __all__ = [
     "CompletionFn",
-    "PromptEntry",
-    "ResourceEntry",
     "TaskSupport",
-    "TemplateEntry",
     "ToolEntry",
     "all_entry_scopes",
     "entry_scopes",
@@ -44,37 +41,6 @@ class ToolEntry:
     #: ``"call"``: the task starts with the call; ``"tool"``: the tool starts
     #: it itself (``ctx.start_task``), after gathering input synchronously.
     task_start: Literal["call", "tool"] = "call"
-    inline: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-@attrs.define
-class ResourceEntry:
-    resource: Resource
-    spec: FunctionSpec
-    mime_type: str | None
-    inline: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-@attrs.define
-class TemplateEntry:
-    template: ResourceTemplate
-    matcher: UriTemplate
-    spec: FunctionSpec
-    mime_type: str | None
-    completions: dict[str, CompletionFn]
-    inline: bool = False
-    allow_path_traversal: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-@attrs.define
-class PromptEntry:
-    prompt: Prompt
-    spec: FunctionSpec
-    required: tuple[str, ...]
-    completions: dict[str, CompletionFn]
     inline: bool = False
     scopes: frozenset[str] = frozenset()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 from msgspec import UNSET
@@ -29,7 +29,6 @@ from ..actors._instrument import Instrumentation
 from ..actors._middleware import ServerMiddleware
 from ..actors._modern import RequestStateKeys
 from ..actors._server import METHOD_CAPABILITY, Context, RequestHandler, ServerSession
-from ..actors._tasks import HANDSHAKE_TASKS_CAPABILITY, TaskRuntime
 from ..protocol import (
     TASKS_EXTENSION_ID,
     Icon,
@@ -41,6 +40,9 @@ from ..protocol import (
     ToolsCapability,
 )
 from ..transports import MessageStream
+
+if TYPE_CHECKING:  # the task runtime is imported when a server serves tasks
+    from ..actors._tasks import TaskRuntime
 
 __all__ = ["DEFAULT_PAGE_SIZE", "Lifespan", "LowLevelServer", "paginate"]
 
@@ -125,7 +127,11 @@ class LowLevelServer:
         if request_state_keys is not None:
             self.set_request_state_keys(request_state_keys)
         if tasks:
-            self.enable_tasks(tasks if isinstance(tasks, TaskRuntime) else TaskRuntime())
+            if tasks is True:  # the default runtime, imported only when tasks are served
+                from ..actors._tasks import TaskRuntime
+
+                tasks = TaskRuntime()
+            self.enable_tasks(tasks)
 
     def enable_tasks(self, runtime: TaskRuntime) -> TaskRuntime:
         """Serve tasks (``tasks/*``, task-capable tools) with ``runtime``: the
@@ -199,6 +205,8 @@ class LowLevelServer:
         if "completion/complete" in h:
             caps["completions"] = {}
         if "tasks/get" in h:  # a task runtime, or a gateway forwarding tasks
+            from ..actors._tasks import HANDSHAKE_TASKS_CAPABILITY
+
             caps["tasks"] = dict(HANDSHAKE_TASKS_CAPABILITY)
         if self.extensions:
             caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}

@@ -20,7 +20,7 @@ from ..protocol import (
     PromptArgument,
 )
 from ._content import to_prompt_messages
-from ._entries import CompletionFn, PromptEntry, scope_set
+from ._entries import CompletionFn, scope_set
 from ._functions import ToolArgumentError, inspect_function
 from ._lowlevel import paginate
 from ._registry import F, Registry, opt, registrar
@@ -85,6 +85,8 @@ class PromptRegistry(Registry):
             arguments=arguments or UNSET,
             icons=UNSET if not icons else list(icons),
         )
+        from ._more_entries import PromptEntry  # built with the first prompt
+
         self._prompts[prompt_name] = PromptEntry(
             prompt, spec, required, dict(complete or {}), inline, scope_set(scopes)
         )

@@ -6,24 +6,19 @@ template variables, and the OAuth scopes declared on what is registered."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 from msgspec import UNSET
 
 from ..actors._server import Context
 from ..protocol import CompleteRequestParams, CompleteResult, Completion, InvalidParams, PromptReference, Tool
-from ._entries import (
-    CompletionFn,
-    PromptEntry,
-    ResourceEntry,
-    TemplateEntry,
-    ToolEntry,
-    all_entry_scopes,
-    entry_scopes,
-)
+from ._entries import CompletionFn, ToolEntry, all_entry_scopes, entry_scopes
 from ._functions import FunctionSpec, is_async, run_sync_in_thread
 from ._lowlevel import LowLevelServer
+
+if TYPE_CHECKING:  # built when the first resource, template or prompt is registered
+    from ._more_entries import PromptEntry, ResourceEntry, TemplateEntry
 
 __all__ = [
     "DEFAULT_MAX_SYNC_THREADS",

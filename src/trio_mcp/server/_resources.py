@@ -26,13 +26,11 @@ from ..protocol import (
     UnsubscribeRequestParams,
 )
 from ._content import to_resource_contents
-from ._entries import CompletionFn, ResourceEntry, TemplateEntry, scope_set
+from ._entries import CompletionFn, scope_set
 from ._functions import ToolArgumentError, inspect_function
 from ._lowlevel import paginate
 from ._registry import F, Registry, opt
 from ._schema import description_of
-from ._traversal import traversal_problem
-from ._uri_template import UriTemplate
 
 __all__ = ["ResourceRegistry"]
 
@@ -66,6 +64,10 @@ class ResourceRegistry(Registry):
         scopes reading (or subscribing to) it needs, as for tools."""
 
         def register(fn: F) -> F:
+            # built with the first resource or template
+            from ._more_entries import ResourceEntry, TemplateEntry
+            from ._uri_template import UriTemplate
+
             spec = inspect_function(fn, context_type=Context, strict=False)
             described: dict[str, Any] = {  # what a resource and a template both say of themselves
                 "name": name or fn.__name__,
@@ -163,6 +165,8 @@ class ResourceRegistry(Registry):
 
 
 def _refuse_traversal(uri: str, template: str, args: dict[str, str]) -> None:
+    from ._traversal import traversal_problem  # imported by the first template read
+
     for name, value in args.items():
         problem = traversal_problem(value)
         if problem is not None:

@@ -48,7 +48,7 @@ from ..protocol import (
     ResourceLink,
     TextContent,
 )
-from ._content import Audio, Image
+from ._content import _Media
 
 __all__ = [
     "OutputSchema",
@@ -73,8 +73,7 @@ _CONTENT_CLASSES: Final = (
     EmbeddedResource,
     ResourceContents,
     CallToolResult,
-    Image,
-    Audio,
+    _Media,  # Image and Audio
 )
 #: Top-level return types that are text or bytes rather than structured data.
 _TEXT_CLASSES: Final = (str, bytes, bytearray, memoryview)

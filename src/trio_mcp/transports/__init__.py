@@ -9,11 +9,11 @@ The Streamable HTTP server, which hosts sessions, is in :mod:`trio_mcp.serving`.
 from typing import TYPE_CHECKING
 
 from ._base import RELATED_REQUEST, MessageStream, TransportClosed, TransportError
-from .memory import MemoryStream, memory_pair
 from .stdio import DEFAULT_MAX_LINE_BYTES, StdioStream, stdio_server_stream
 
-#: Names served lazily: the network transports (their imports cost ~100 ms) and
-#: the client side of stdio (a stdio server process needs only the stream).
+#: Names served lazily: the network transports (their imports cost ~100 ms), the
+#: in-process pairs and the client side of stdio (a stdio server process needs
+#: only the stream).
 _LAZY = {
     "StreamableHttpTransport": "http",
     "HttpClientSettings": "http",
@@ -24,6 +24,9 @@ _LAZY = {
     "WebSocketServer": "websocket",
     "WebSocketServerSettings": "websocket",
     "WebSocketTransport": "websocket",
+    # in-process pairs: a server process on stdio never needs them
+    "MemoryStream": "memory",
+    "memory_pair": "memory",
     # the client side of stdio: a server process never needs it
     "StdioExit": "_stdio_client",
     "StdioServerParameters": "_stdio_client",
@@ -42,6 +45,8 @@ if TYPE_CHECKING:  # what type checkers see of the names imported on first use
     from .http import (
         StreamableHttpTransport as StreamableHttpTransport,
     )
+    from .memory import MemoryStream as MemoryStream
+    from .memory import memory_pair as memory_pair
     from .sse import (
         SseApp as SseApp,
     )
@@ -82,8 +87,6 @@ __all__ = [
     "TransportError",
     "TransportClosed",
     "RELATED_REQUEST",
-    "MemoryStream",
-    "memory_pair",
     "StdioStream",
     "stdio_server_stream",
     "DEFAULT_MAX_LINE_BYTES",

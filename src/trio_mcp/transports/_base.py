@@ -26,15 +26,12 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
-import attrs
-
 from ..protocol import Frame
 
 __all__ = [
     "RELATED_REQUEST",
     "REQUEST_HEADERS",
     "MessageStream",
-    "ServerInfo",
     "TransportClosed",
     "TransportError",
     "host_in_url",
@@ -90,17 +87,3 @@ def host_in_url(host: str) -> str:
     """``host`` as it stands in a URL, a ``Host`` header or a bind address
     (an IPv6 literal in brackets)."""
     return f"[{host}]" if ":" in host else host
-
-
-@attrs.frozen
-class ServerInfo:
-    """Where a network server actor listens (its ``task_status.started`` value)."""
-
-    host: str
-    port: int
-    #: What clients open (for the legacy SSE transport: the event stream).
-    url: str
-
-    @classmethod
-    def at(cls, scheme: str, host: str, port: int, path: str) -> ServerInfo:
-        return cls(host, port, f"{scheme}://{host_in_url(host)}:{port}{path}")

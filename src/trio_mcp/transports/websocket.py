@@ -60,7 +60,8 @@ import trio_websocket
 
 from .._util import check_positive, collapse_groups
 from ..protocol import Frame, decode, encode
-from ._base import ServerInfo, TransportClosed, TransportError, host_in_url
+from ._base import TransportClosed, TransportError, host_in_url
+from ._server_info import ServerInfo
 from .http._security import LOCAL_HOSTS, HostPolicy
 
 __all__ = [

@@ -9,7 +9,7 @@ import attrs
 
 from ..._util import check_positive
 from ...transports._asgi import as_tuple
-from ...transports._base import ServerInfo
+from ...transports._server_info import ServerInfo
 from ...transports.http._security import LOCAL_HOSTS
 
 __all__ = [

@@ -10,7 +10,8 @@ import attrs
 import trio
 
 from ...auth.resource import ResourceServer
-from ...transports._base import ServerInfo, host_in_url
+from ...transports._base import host_in_url
+from ...transports._server_info import ServerInfo
 from ...transports.http._security import LOCAL_HOSTS, WILDCARD_BINDS, wildcard_hosts
 from ._app import AsgiCallable, StreamableHttpApp
 from ._config import DEFAULT_STORE, HttpServerInfo, HttpServerSettings, HttpServerStatistics

@@ -29,7 +29,8 @@ from .._asgi import (
     start_event_stream,
     watch_disconnect,
 )
-from .._base import ServerInfo, TransportClosed, TransportError, host_in_url
+from .._base import TransportClosed, TransportError, host_in_url
+from .._server_info import ServerInfo
 from ..http._security import LOCAL_HOSTS, HostPolicy
 from ..http._sse import PING
 
