@@ -5,6 +5,7 @@ counts a busy machine does not change.
     .venv/bin/python benchmarks/count_http_calls.py --calls 1000 --targets trio-mcp,floor
     .venv/bin/python benchmarks/count_http_calls.py --top 30 --targets trio-mcp --eras handshake --seq-only
     .venv/bin/python benchmarks/count_http_calls.py --callgrind       # + instructions per call (valgrind)
+    .venv/bin/python benchmarks/count_http_calls.py --callgrind --cache-sim --seq-only  # + cache misses
 
 The same servers as ``bench_http_neutral.py`` (``trio-mcp``: ``HttpServer``
 with JSON answers; ``trio-mcp sse``: every answer an SSE stream; ``floor``:
@@ -19,15 +20,22 @@ per caller), sequentially (``seq``) and with 64 in flight (``c64``).
 In-process counts (the server runs on trio in the main thread, the client in
 a thread of its own, whose work is not counted): after a warm-up, over
 ``--calls`` calls, the Python function calls (cProfile) of the trio thread,
-the trio task steps and tasks spawned (a trio instrument, in a second window
-of as many calls), and the socket sends; each per call. ``--top N`` prints the
+the trio task steps and tasks spawned and the garbage collector's
+collections by generation and their time (a trio instrument and
+``gc.callbacks``, in a second window of as many calls), the most memory a
+third window holds at once above what it started with (``tracemalloc``
+peak), and the socket sends; each per call (collections per 1,000 calls). ``--top N`` prints the
 N functions called most in the first row of each target.
 
 ``--callgrind`` also runs every target's server process (``servers/``, as the
 neutral benchmark starts them) under ``valgrind --tool=callgrind`` and reports
 the instructions it executes per call over ``--callgrind-calls`` calls after a
 warm-up (``callgrind_control`` zeroes the counters before and dumps them
-after): a figure that does not depend on the load either.
+after; start-up runs uninstrumented): a figure that does not depend on the
+load either, sequentially and with 64 in flight. ``--cache-sim`` adds
+valgrind's cache and branch simulation: first-level and last-level cache
+misses and mispredicted branches per call (much slower: use it with
+``--seq-only``; under valgrind 64 callers can outlast hypercorn's keep-alive).
 
 Prints a table and the ratios ours/floor; ``--json`` prints one JSON
 document instead.
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import importlib.util
 import json
 import pstats
@@ -47,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,8 +291,28 @@ class Counts:
     task_steps: float = 0.0
     tasks_spawned: float = 0.0
     sends: float = 0.0
+    gc_collections: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    gc_us: float = 0.0
+    alloc_peak_kb: float = 0.0
     instructions: float | None = None
+    cache: dict[str, float] = field(default_factory=dict)
     top: list[tuple[int, str]] = field(default_factory=list)
+
+
+class _GcCounter:
+    """Counts the garbage collector's collections by generation, and their time."""
+
+    def __init__(self) -> None:
+        self.collections = [0, 0, 0]
+        self.seconds = 0.0
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.collections[info["generation"]] += 1
+            self.seconds += time.perf_counter() - self._began
 
 
 class _StepCounter:
@@ -385,12 +415,28 @@ def count_target(
                         ranked = sorted(raw.items(), key=lambda kv: -kv[1][1])[:top]
                         row.top = [(v[1], pstats.func_std_string(k)) for k, v in ranked]
                     counter = _StepCounter()
+                    collector = _GcCounter()
                     trio.lowlevel.add_instrument(counter)
-                    await trio.to_thread.run_sync(drive, addr, shape, calls, concurrency, ident)
-                    trio.lowlevel.remove_instrument(counter)
+                    gc.callbacks.append(collector)
+                    try:
+                        await trio.to_thread.run_sync(drive, addr, shape, calls, concurrency, ident)
+                    finally:
+                        gc.callbacks.remove(collector)
+                        trio.lowlevel.remove_instrument(counter)
                     ident += calls
                     row.task_steps = counter.steps / calls
                     row.tasks_spawned = counter.spawned / calls
+                    row.gc_collections = [1000 * n / calls for n in collector.collections]
+                    row.gc_us = collector.seconds * 1e6 / calls
+                    # The memory a window allocates at its peak, above what it started with
+                    # (the client's thread included: a raw client, small).
+                    tracemalloc.start()
+                    start, _ = tracemalloc.get_traced_memory()
+                    await trio.to_thread.run_sync(drive, addr, shape, calls, concurrency, ident)
+                    _, peak = tracemalloc.get_traced_memory()
+                    tracemalloc.stop()
+                    ident += calls
+                    row.alloc_peak_kb = (peak - start) / 1024
                     rows.append(row)
             if target == FLOOR:
                 stop.set()
@@ -418,18 +464,33 @@ class _SlowServer(UrlServer):
         return super()._read_url(max(timeout, CALLGRIND_START_TIMEOUT))
 
 
-def _totals(path: Path) -> int:
+def _totals(path: Path) -> dict[str, int]:
+    """A callgrind dump's totals by event (``Ir``, and with the cache and
+    branch simulation ``D1mr``, ``DLmr``, ``Bcm``...)."""
+    events: list[str] = ["Ir"]
     for line in path.read_text().splitlines():
-        if line.startswith(("totals:", "summary:")):
-            return int(line.split()[1])
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith(("totals:", "summary:")):
+            return dict(zip(events, (int(v) for v in line.split()[1:]), strict=False))
     raise RuntimeError(f"no totals in {path}")
 
 
+#: What the cache and branch simulation reports per call: first-level misses
+#: (instructions and data), last-level misses, mispredicted branches.
+CACHE_EVENTS = {
+    "L1 misses": ("I1mr", "D1mr", "D1mw"),
+    "LL misses": ("ILmr", "DLmr", "DLmw"),
+    "branch misses": ("Bcm", "Bim"),
+}
+
+
 def callgrind_target(
-    target: str, eras: list[str], concurrencies: list[int], calls: int
-) -> dict[tuple[str, int], float]:
-    """Instructions per call of ``target``'s server process, per row."""
-    out: dict[tuple[str, int], float] = {}
+    target: str, eras: list[str], concurrencies: list[int], calls: int, cache_sim: bool = False
+) -> dict[tuple[str, int], dict[str, float]]:
+    """Instructions per call of ``target``'s server process, per row (with
+    ``cache_sim``, also the :data:`CACHE_EVENTS` per call)."""
+    out: dict[tuple[str, int], dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
             "valgrind",
@@ -437,6 +498,10 @@ def callgrind_target(
             "-q",
             f"--callgrind-out-file={tmp}/callgrind.out.%p",
             "--dump-instr=no",
+            # Start-up (imports) runs without instrumentation, turned on for the
+            # warm-up of each row: many times faster to start, the same counts.
+            "--instr-atstart=no",
+            *(["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []),
             *_server_command(target),
         ]
         server = _SlowServer(f"{target} (callgrind)", cmd)
@@ -450,6 +515,9 @@ def callgrind_target(
                 for concurrency in concurrencies:
                     drive(addr, shape, max(50, calls // 4), concurrency, ident)
                     ident += calls
+                    _control("--instr=on", pid)
+                    drive(addr, shape, max(50, calls // 4), concurrency, ident)
+                    ident += calls
                     _control("--zero", pid)
                     drive(addr, shape, calls, concurrency, ident)
                     ident += calls
@@ -458,7 +526,12 @@ def callgrind_target(
                     dumps = sorted(set(Path(tmp).iterdir()) - before)
                     if not dumps:
                         raise RuntimeError("callgrind_control wrote no dump")
-                    out[(era, concurrency)] = _totals(dumps[-1]) / calls
+                    totals = _totals(dumps[-1])
+                    found = {"Ir": totals["Ir"] / calls}
+                    if cache_sim:
+                        for name, events in CACHE_EVENTS.items():
+                            found[name] = sum(totals.get(e, 0) for e in events) / calls
+                    out[(era, concurrency)] = found
         finally:
             server.stop()
     return out
@@ -493,13 +566,19 @@ def ratios(rows: list[Counts]) -> list[dict[str, Any]]:
         }
         if row.instructions and floor.instructions:
             entry["instructions"] = round(row.instructions / floor.instructions, 3)
+        for name in CACHE_EVENTS:
+            if row.cache.get(name) and floor.cache.get(name):
+                entry[name] = round(row.cache[name] / floor.cache[name], 3)
         out.append(entry)
     return out
 
 
 def report(doc: dict[str, Any]) -> None:
     print(f"{doc['calls']} calls per row; load average (1 min) {doc['load_before']} -> {doc['load_after']}")
-    header = ("target", "era", "conc", "py calls", "task steps", "spawns", "sends", "instructions")
+    header = (
+        "target", "era", "conc", "py calls", "task steps", "spawns", "sends",
+        "gc0/1/2 per 1k", "gc µs", "alloc peak KB", "instructions", *CACHE_EVENTS,
+    )  # fmt: skip
     body = [
         (
             r["target"],
@@ -509,7 +588,11 @@ def report(doc: dict[str, Any]) -> None:
             f"{r['task_steps']:.2f}",
             f"{r['tasks_spawned']:.2f}",
             f"{r['sends']:.2f}",
+            "/".join(f"{n:.1f}" for n in r["gc_collections"]),
+            f"{r['gc_us']:.1f}",
+            f"{r['alloc_peak_kb']:,.0f}",
             "n/a" if r["instructions"] is None else f"{r['instructions']:,.0f}",
+            *(f"{r['cache'][k]:,.0f}" if k in r["cache"] else "n/a" for k in CACHE_EVENTS),
         )
         for r in doc["rows"]
     ]
@@ -518,6 +601,7 @@ def report(doc: dict[str, Any]) -> None:
         print("\nours / floor (per call):")
         for r in doc["ratios"]:
             extra = f"  instructions {r['instructions']:.3f}" if "instructions" in r else ""
+            extra += "".join(f"  {k} {r[k]:.3f}" for k in CACHE_EVENTS if k in r)
             print(
                 f"  {r['target']:<13} {r['era']:<10} {label(r['concurrency']):<4}"
                 f"  py calls {r['py_calls']:.3f}  task steps {r['task_steps']:.3f}{extra}"
@@ -540,6 +624,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64, help="callers in flight of the c rows (64)")
     parser.add_argument("--top", type=int, default=0, help="print the N most called functions of each target")
     parser.add_argument("--callgrind", action="store_true", help="also count instructions under valgrind")
+    parser.add_argument(
+        "--cache-sim", action="store_true", help="with --callgrind: also simulate caches and branches"
+    )
     parser.add_argument("--callgrind-calls", type=int, default=300, help="calls per callgrind window (300)")
     parser.add_argument("--dump-stats", type=Path, default=None, help="write each row's cProfile stats here")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
@@ -564,9 +651,11 @@ def _rows_by_target(args: argparse.Namespace) -> Iterator[list[Counts]]:
         rows = count_target(target, args.eras, concurrencies, args.calls, args.top, args.dump_stats)
         if args.callgrind:
             print(f"[count_http_calls] {target} under callgrind", file=sys.stderr, flush=True)
-            found = callgrind_target(target, args.eras, concurrencies, args.callgrind_calls)
+            found = callgrind_target(target, args.eras, concurrencies, args.callgrind_calls, args.cache_sim)
             for row in rows:
-                row.instructions = found.get((row.era, row.concurrency))
+                counted = found.get((row.era, row.concurrency), {})
+                row.instructions = counted.get("Ir")
+                row.cache = {k: v for k, v in counted.items() if k != "Ir"}
         yield rows
 
 

@@ -115,7 +115,12 @@ def main(argv: list[str]) -> int:
             settings = ClusterSettings(url=args.redis, direct_link=args.direct_link, **named)  # type: ignore[arg-type]
             cluster = RedisCluster(settings)
         server = HttpServer(
-            app, host="127.0.0.1", port=args.port, json_response=args.json_response, cluster=cluster
+            app,
+            host="127.0.0.1",
+            port=args.port,
+            json_response=args.json_response,
+            cluster=cluster,
+            freeze_heap=True,  # as ``trio-mcp run -t http`` serves
         )
         async with trio.open_nursery() as nursery:
             info = await nursery.start(server.run)

@@ -337,6 +337,7 @@ async def serve(
                     fd=options.listen_fd,
                     metrics=options.metrics,
                     cluster=cluster,
+                    freeze_heap=True,  # this process is the server
                     **security,
                 )
                 if signals is not None:

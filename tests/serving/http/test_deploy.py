@@ -344,3 +344,23 @@ async def test_a_factory_app_is_made_once_in_stateless_mode() -> None:
                 answer = await client.post(url, content=json.dumps(call(ident, text="f")), headers=headers)
                 assert answer_of(answer)["result"]["content"][0]["text"] == "f"
     assert len(made) == 1
+
+
+# ------------------------------------------------------------ freeze_heap
+
+
+async def test_freeze_heap_moves_the_start_up_heap_out_of_the_collectors_reach() -> None:
+    import gc
+
+    gc.unfreeze()
+    try:
+        async with serving() as (_, url), http() as client:
+            assert gc.get_freeze_count() == 0  # off by default: a library leaves the process alone
+            assert (await client.get(url.replace("/mcp", "/healthz"))).status_code == 200
+        async with serving(freeze_heap=True) as (_, url), http() as client:
+            assert gc.get_freeze_count() > 0  # frozen once listening
+            session = await initialize(client, url)
+            answer = answer_of(await session.post(call(2, text="after freezing")))
+            assert answer["result"]["content"][0]["text"] == "after freezing"
+    finally:
+        gc.unfreeze()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -48,6 +49,12 @@ class HttpServer:
     a parent process that shares it with several worker processes) instead
     of binding ``host:port``. :meth:`drain` stops gracefully: the work under
     way gets ``drain_timeout`` seconds to end (see :meth:`StreamableHttpApp.drain`).
+
+    ``freeze_heap``: once listening, move every object allocated so far (the
+    imports, the app's set-up) out of the garbage collector's reach
+    (``gc.freeze()``), as the stdio server does: its full collections then
+    walk only what serving allocates. For a process that is the server (the
+    CLI sets it); off by default, since it affects the whole process.
     """
 
     def __init__(
@@ -68,6 +75,7 @@ class HttpServer:
         drain_timeout: float = 10.0,
         fd: int | None = None,
         cluster: Any = None,
+        freeze_heap: bool = False,
         **options: Any,
     ) -> None:
         if auth is not None and auth.resource is None and host in WILDCARD_BINDS:
@@ -114,6 +122,7 @@ class HttpServer:
         self.graceful_timeout = graceful_timeout
         self.drain_timeout = drain_timeout
         self.fd = fd
+        self.freeze_heap = freeze_heap
         self.info: HttpServerInfo | None = None
         self._draining = False
         self._stop = trio.Event()
@@ -162,6 +171,8 @@ class HttpServer:
             self.info = ServerInfo.at("http", host, port, self.asgi.settings.path)
             if self.asgi.auth is not None:
                 self.asgi.auth.bind(self.info.url)
+            if self.freeze_heap:
+                gc.freeze()
             task_status.started(self.info)
             await self._stop.wait()
             if self._draining:
