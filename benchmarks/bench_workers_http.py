@@ -214,8 +214,7 @@ def targets(redis: str | None, link: bool = False, baseline: str | None = None) 
                 found[name] = (options, (HANDSHAKE,), pinned, here)
     if baseline:
         for name, (options, eras, pinned, _) in list(found.items()):
-            if "--direct-link" not in options:
-                found[name + BASE] = (options, eras, pinned, baseline)
+            found[name + BASE] = (options, eras, pinned, baseline)
     return found
 
 
@@ -284,6 +283,8 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
             # every process); pinned: its calls there, else on each connection in turn.
             "pinSessions": "--redis" in options,
             "rotate": not pinned,
+            # --balance: the sessions' connections spread evenly over the processes.
+            "balanceWorkers": len(server.pids) - 1 if args.balance and "--redis" in options else 0,
             "concurrencies": [args.concurrency],
             "connections": args.connections,
             "warmup": args.warmup,
@@ -328,7 +329,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pairs = [(TWO, ONE), (TWO_REDIS, ONE_REDIS), (TWO_PINNED, ONE_PINNED)]
     pairs += [(TWO_LINK, ONE_REDIS), (TWO_PINNED_LINK, ONE_PINNED), (TWO_LINK, TWO_REDIS)]
     pairs += [(num + BASE, den + BASE) for num, den in pairs[:3]]
-    pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_REDIS + BASE)]
+    pairs += [(num + BASE, den + BASE) for num, den in pairs[3:5]]
+    pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_LINK + BASE)]
     for num, den in pairs:
         if per := round_ratios(rows, "calls_per_s", num, den, ("era", "concurrency")):
             ratios[f"calls_per_s {num}/{den}"] = per
@@ -409,10 +411,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with --redis: also the 2-worker session rows over direct links",
     )
     parser.add_argument(
+        "--balance",
+        action="store_true",
+        help="with --redis: spread the sessions' connections evenly over the worker processes (as a "
+        "round-robin balancer would) instead of as the kernel's accept race falls",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="PYTHON",
         default=None,
-        help="also run every row (but the link ones) with this interpreter's trio-mcp, named '… (base)'",
+        help="also run every row with this interpreter's trio-mcp, named '… (base)'",
     )
     args = parser.parse_args(argv)
     if min(args.concurrency, args.connections, args.sessions) < 1:
@@ -443,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         "connections": args.connections,
         "sessions": args.sessions,
         "redis": args.redis,
+        "balance": args.balance,
         "node_version": node_version(args.node),
         "undici": npm_version("undici"),
         "cpus": os.cpu_count(),
