@@ -32,8 +32,19 @@ pinned link``: the same 2-worker session rows with ``--direct-link`` (a
 forwarded request goes to its owner over a direct connection between the
 workers instead of through Redis; ratios against the same 1-process rows).
 With ``--baseline PYTHON`` every row runs again, named ``… (base)``, served
-by that interpreter's trio-mcp (another checkout's venv), in the same
-rounds: this tree and the baseline compared under the same load.
+by that interpreter's trio-mcp (another checkout's venv, or a script running
+this venv's python with ``PYTHONPATH=OTHER/src``), in the same rounds: this
+tree and the baseline compared under the same load.
+
+The kernel hands the connections of a port shared by several processes to
+whichever process accepts first, so the driver's 64 connections may split
+unevenly (29/35, 44/20 and 30/34 in three runs): with a request per
+connection in turn, a process's share of the requests is its share of the
+connections, whoever owns the sessions. ``--balance`` spreads them evenly
+(the driver's ``balanceWorkers``: each connection asks ``/readyz`` which
+process it reached and is kept while that one has under its share), as a
+round-robin load balancer in front of the processes would; the rows then
+report ``connections_per_process``.
 
 Both kinds spread the sessions over the processes (round robin, as the
 kernel hands out the connections). With ``--redis``, each session row also
@@ -47,7 +58,10 @@ row for ``--seconds`` after a warm-up (``--prime`` seconds more for its
 first row: Node's and the server's CPU per call settle over the first few
 thousand calls, and on 2 CPUs the driver's share decides the 2-worker
 figure). A row: calls/s, p50/p99 latency, the server's CPU µs per call
-(parent and workers summed, from ``/proc``), the driver's. Reported:
+(parent and workers summed, from ``/proc``), the same less what the idle
+processes spend per second (measured over 2 s before the row: lease
+renewals, inbox reads; on a loaded machine the calls/s fall and it would
+count as the calls' cost), the driver's. Reported:
 medians over the rounds (min–max); per round the ratio 2 workers / 1
 process of calls/s and of *capacity*, the calls/s the CPU per call allows
 on an idle machine (each server process at most one CPU, the busiest with
@@ -116,7 +130,10 @@ BASE = " (base)"
 LEASE = ("--lease-ttl", "10")
 #: Issue 12's targets for 2 workers over 1 process (calls/s); printed, never asserted.
 TARGETS = {"stateless era": 1.7, "handshake-era sessions (Redis)": 1.5}
-METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us")
+METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "server_cpu_net_us", "driver_cpu_us")
+#: Seconds over which a server's idle CPU (lease renewals, inbox reads: what
+#: it spends per second whatever the calls) is measured before a row.
+IDLE_SECONDS = 2.0
 
 
 def progress(message: str) -> None:
@@ -214,8 +231,7 @@ def targets(redis: str | None, link: bool = False, baseline: str | None = None) 
                 found[name] = (options, (HANDSHAKE,), pinned, here)
     if baseline:
         for name, (options, eras, pinned, _) in list(found.items()):
-            if "--direct-link" not in options:
-                found[name + BASE] = (options, eras, pinned, baseline)
+            found[name + BASE] = (options, eras, pinned, baseline)
     return found
 
 
@@ -250,12 +266,24 @@ def process_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def cpu_ns(pid: int) -> int:
+    """CPU time a process's threads have used so far, in ns (``schedstat``)."""
+    return sum(int(p.read_text().split()[0]) for p in Path(f"/proc/{pid}/task").glob("*/schedstat"))
+
+
+def idle_rate(pids: list[int]) -> float:
+    """The server processes' CPU µs per second with no calls (over :data:`IDLE_SECONDS`)."""
+    before, began = sum(cpu_ns(p) for p in pids), time.monotonic()
+    time.sleep(IDLE_SECONDS)
+    return (sum(cpu_ns(p) for p in pids) - before) / 1e3 / (time.monotonic() - began)
+
+
 def capacity(row: dict[str, Any], processes: int) -> float:
     """Calls/s the row's CPU per call allows on an idle machine of this
     many CPUs: the server's processes (at most one CPU each, the busiest
     with its share of the work), the driver and redis-server sharing them."""
     cpus = os.cpu_count() or 1
-    server = row["server_cpu_us"]
+    server = row.get("server_cpu_net_us", row["server_cpu_us"])
     total = server + row["driver_cpu_us"] + row.get("redis_cpu_us", 0.0)
     busiest = row.get("busiest_worker", 1.0 / processes)
     return min(1e6 / (server * busiest), cpus * 1e6 / total)
@@ -271,6 +299,7 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
         except BaseException:
             server.stop()
             raise
+    idle = idle_rate(server.pids)
     probe = RedisProbe(args.redis) if args.redis and "--redis" in options else None
     before = probe.snapshot() if probe is not None else (None, None)
     workers_before = [process_ticks(pid) for pid in server.pids[1:]]
@@ -284,6 +313,8 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
             # every process); pinned: its calls there, else on each connection in turn.
             "pinSessions": "--redis" in options,
             "rotate": not pinned,
+            # --balance: the sessions' connections spread evenly over the processes.
+            "balanceWorkers": len(server.pids) - 1 if args.balance and "--redis" in options else 0,
             "concurrencies": [args.concurrency],
             "connections": args.connections,
             "warmup": args.warmup,
@@ -319,6 +350,11 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
     for row in rows:
         row.pop("content_type", None)
         row.update(bench=BENCH, round=round_no, impl=name, processes=len(server.pids), load=load)
+        # What the idle processes spend per second, taken off (a loaded machine's
+        # low calls/s would count it as the calls' cost; a quiet one's hides it).
+        row["server_idle_us_per_s"] = round(idle, 1)
+        if row["calls_per_s"]:
+            row["server_cpu_net_us"] = round(row["server_cpu_us"] - idle / row["calls_per_s"], 1)
         row["capacity"] = round(capacity(row, max(1, len(server.pids) - 1)), 1)
     return rows
 
@@ -328,12 +364,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pairs = [(TWO, ONE), (TWO_REDIS, ONE_REDIS), (TWO_PINNED, ONE_PINNED)]
     pairs += [(TWO_LINK, ONE_REDIS), (TWO_PINNED_LINK, ONE_PINNED), (TWO_LINK, TWO_REDIS)]
     pairs += [(num + BASE, den + BASE) for num, den in pairs[:3]]
-    pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_REDIS + BASE)]
+    pairs += [(num + BASE, den + BASE) for num, den in pairs[3:5]]
+    pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_LINK + BASE)]
     for num, den in pairs:
         if per := round_ratios(rows, "calls_per_s", num, den, ("era", "concurrency")):
             ratios[f"calls_per_s {num}/{den}"] = per
         if per := round_ratios(rows, "server_cpu_us", num, den, ("era", "concurrency")):
             ratios[f"server_cpu_us {num}/{den}"] = per
+        if per := round_ratios(rows, "server_cpu_net_us", num, den, ("era", "concurrency")):
+            ratios[f"server_cpu_net_us {num}/{den}"] = per
         if per := round_ratios(rows, "capacity", num, den, ("era", "concurrency")):
             ratios[f"capacity {num}/{den}"] = per
     forwarded = {
@@ -409,10 +448,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with --redis: also the 2-worker session rows over direct links",
     )
     parser.add_argument(
+        "--balance",
+        action="store_true",
+        help="with --redis: spread the sessions' connections evenly over the worker processes (as a "
+        "round-robin balancer would) instead of as the kernel's accept race falls",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="PYTHON",
         default=None,
-        help="also run every row (but the link ones) with this interpreter's trio-mcp, named '… (base)'",
+        help="also run every row with this interpreter's trio-mcp, named '… (base)'",
     )
     args = parser.parse_args(argv)
     if min(args.concurrency, args.connections, args.sessions) < 1:
@@ -443,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         "connections": args.connections,
         "sessions": args.sessions,
         "redis": args.redis,
+        "balance": args.balance,
         "node_version": node_version(args.node),
         "undici": npm_version("undici"),
         "cpus": os.cpu_count(),

@@ -27,6 +27,12 @@
 //                  and its calls sent there, instead of on any connection of the pool
 //   rotate         with pinSessions: each call on the next of those connections in turn
 //                  (round robin per request: a session's calls on every connection)
+//   balanceWorkers with pinSessions: N server processes share the port; the sessions'
+//                  connections are spread evenly over them (as a round-robin balancer
+//                  would), not as the kernel's accept race falls: each new connection
+//                  asks GET /readyz which process it reached (its cluster node) and is
+//                  kept only while that process has under sessions/N of them (at most
+//                  20 tries per connection kept); a row then reports connections_per_process
 // Every row first checks one answer whole (the echoed text), then runs its callers
 // back-to-back for warmup + seconds; the calls that complete inside the measured
 // window count. Prints one JSON line per row on stdout:
@@ -50,6 +56,36 @@ const initTarget = opts.initUrl ? new URL(opts.initUrl) : target;
 const initPool = opts.initUrl ? new Pool(initTarget.origin, { connections: 1, pipelining: 1 }) : pool;
 /** The sessions' own connections (pinSessions). */
 const pinned = [];
+/** Connections opened ahead and spread over the server processes (balanceWorkers). */
+const balanced = [];
+/** How balanceWorkers spread them: connections per process. */
+let split = null;
+
+/** The cluster node (server process) that a one-connection pool reached. */
+async function nodeOf(via) {
+  const { statusCode, body } = await via.request({ path: new URL('readyz', target).pathname, method: 'GET' });
+  const text = await body.text();
+  if (statusCode !== 200) throw new Error(`readyz: HTTP ${statusCode} ${text}`);
+  return JSON.parse(text).cluster.node;
+}
+
+/** `count` connections, at most ceil(count / workers) on each server process. */
+async function balanceConnections(count, workers) {
+  const most = Math.ceil(count / workers);
+  const per = new Map();
+  for (let tries = 0; balanced.length < count; tries++) {
+    if (tries >= 20 * count) throw new Error(`balanceWorkers: no even spread in ${tries} connections`);
+    const via = new Pool(target.origin, { connections: 1, pipelining: 1 });
+    const node = await nodeOf(via);
+    if ((per.get(node) || 0) < most) {
+      per.set(node, (per.get(node) || 0) + 1);
+      balanced.push(via);
+    } else {
+      await via.close();
+    }
+  }
+  split = Object.fromEntries(per);
+}
 
 /** The JSON-RPC answer in a body, JSON or an SSE stream (its first non-empty `data:` answer). */
 function answerOf(text, contentType) {
@@ -114,7 +150,9 @@ async function callShape(era) {
     };
     return { headers, params };
   }
-  const via = opts.pinSessions ? new Pool(target.origin, { connections: 1, pipelining: 1 }) : initPool;
+  const via = opts.pinSessions
+    ? balanced.shift() || new Pool(target.origin, { connections: 1, pipelining: 1 })
+    : initPool;
   if (opts.pinSessions) pinned.push(via);
   if (opts.handshake === false) {
     const headers = {
@@ -189,6 +227,7 @@ async function runRow(era, shapes, concurrency, warmup) {
     era,
     ...row,
     content_type: contentType.split(';')[0],
+    ...(split && era !== MODERN ? { connections_per_process: split } : {}),
   };
 }
 
@@ -196,6 +235,9 @@ try {
   let prime = opts.prime;
   for (const era of opts.eras) {
     const count = era === MODERN ? 1 : opts.sessions || 1;
+    if (era !== MODERN && opts.pinSessions && opts.balanceWorkers > 1) {
+      await balanceConnections(count, opts.balanceWorkers);
+    }
     // All at once, so that the pool opens a connection for each (with several
     // server processes, the sessions start on all of them).
     const shapes = await Promise.all(Array.from({ length: count }, () => callShape(era)));

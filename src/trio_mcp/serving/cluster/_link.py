@@ -46,7 +46,7 @@ from ._redis import REDIS_ERRORS, SessionRecord
 if TYPE_CHECKING:
     from ._node import RedisCluster
 
-__all__ = ["LOST", "Link", "Links"]
+__all__ = ["LOST", "Link", "Links", "Wakeup"]
 
 log = logging.getLogger("trio_mcp.cluster")
 
@@ -66,7 +66,7 @@ _ENDED = (LinkError, trio.BrokenResourceError, trio.ClosedResourceError, OSError
 
 
 def _frame(fields: Mapping[str, str | bytes]) -> bytes:
-    data = _encode({k: v.encode() if isinstance(v, str) else v for k, v in fields.items()})
+    data = _encode({k: v.encode() if type(v) is str else v for k, v in fields.items()})
     return _LENGTH.pack(len(data)) + data
 
 
@@ -74,9 +74,34 @@ def _entry(raw: dict[str, bytes]) -> dict[bytes, bytes]:
     return {k.encode(): v for k, v in raw.items()}
 
 
+class Wakeup:
+    """One task waiting until another wakes it: the cheapest hand-over trio
+    has (no channel, no event; nothing happens when nobody waits)."""
+
+    __slots__ = ("_task",)
+
+    def __init__(self) -> None:
+        self._task: trio.lowlevel.Task | None = None
+
+    def wake(self) -> None:
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> None:
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
 class Link:
-    """One connection between two nodes: frames in, frames out (written by
-    :meth:`run`, as many at once as queued up)."""
+    """One connection between two nodes: frames in (:meth:`receive`), frames
+    out (:meth:`send` queues, :meth:`write_frames` writes as many at once as
+    were queued since its last write)."""
 
     def __init__(self, stream: trio.abc.Stream, peer: str, nonce: str, max_frame: int, queue: int) -> None:
         self.stream = stream
@@ -89,17 +114,40 @@ class Link:
         #: This node's lease nonce when it opened the link (an ingress's).
         self.own_nonce = ""
         self.closed = False
+        #: Writes (each of one frame or more) and frames queued, for the statistics.
+        self.writes = 0
+        self.frames = 0
         self._buffer = bytearray()
-        self._out_send, self._out_recv = trio.open_memory_channel[bytes](queue)
+        #: Frames queued for the next write, and how many may wait.
+        self._pending: list[bytes] = []
+        self._queue = queue
+        #: The writer, while it waits for frames (woken directly by :meth:`send`).
+        self._writer = Wakeup()
+        self._room = trio.lowlevel.ParkingLot()
 
     async def send(self, fields: Mapping[str, str | bytes]) -> None:
-        """Queue a frame (:class:`trio.BrokenResourceError` once the link is closed)."""
+        """Queue a frame for the writer (waiting only while ``queue`` frames
+        wait already: no task switch otherwise). Raises
+        :class:`trio.BrokenResourceError` once the link is closed."""
+        while len(self._pending) >= self._queue and not self.closed:
+            await self._room.park()
         if self.closed:
             raise trio.BrokenResourceError("the link is closed")
-        try:
-            await self._out_send.send(_frame(fields))
-        except trio.ClosedResourceError:
-            raise trio.BrokenResourceError("the link is closed") from None
+        self._pending.append(_frame(fields))
+        self.frames += 1
+        self._writer.wake()
+
+    async def write_frames(self) -> None:
+        """Write the queued frames until the link closes."""
+        while not self.closed:
+            if not self._pending:
+                await self._writer.wait()
+                continue
+            pending = self._pending
+            self._pending = []
+            self._room.unpark_all()
+            self.writes += 1
+            await self.stream.send_all(b"".join(pending) if len(pending) > 1 else pending[0])
 
     async def receive(self) -> dict[bytes, bytes] | None:
         """The next frame, or None at the end of the stream."""
@@ -122,20 +170,10 @@ class Link:
                 return None
             buffer += chunk
 
-    async def write_frames(self) -> None:
-        """Write the queued frames until the link closes."""
-        async for first in self._out_recv:
-            batch = [first]
-            while True:
-                try:
-                    batch.append(self._out_recv.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            await self.stream.send_all(b"".join(batch) if len(batch) > 1 else first)
-
     async def close(self) -> None:
         self.closed = True
-        self._out_send.close()
+        self._room.unpark_all()
+        self._writer.wake()
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await self.stream.aclose()
 
@@ -236,6 +274,11 @@ class Links:
 
     # ---------------------------------------------------------- ingress side
 
+    def open_to(self, owner: SessionRecord) -> Link | None:
+        """The open link to a session's owner, if there is one (no wait)."""
+        link = self.to_owner.get(owner.owner)
+        return link if link is not None and self._usable(link, owner) else None
+
     async def to(self, owner: SessionRecord) -> Link | None:
         """The link to a session's owner (opened if need be), or None: use the inbox."""
         if not owner.link or self._nursery is None:
@@ -293,16 +336,17 @@ class Links:
         return link
 
     async def _run_to_owner(self, link: Link) -> None:
+        cluster = self.cluster
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(link.write_frames)
                 while (fields := await link.receive()) is not None:
-                    if not await self._trusted(link):
+                    if not cluster.trusted(link.peer, link.nonce) and not await self._trusted(link):
                         # Its lease ran out: whatever it says now is fenced off.
                         self.dropped += 1
                         break
                     self.received += 1
-                    self.cluster.dispatch_answer(fields)
+                    cluster.dispatch_answer(fields)
                 nursery.cancel_scope.cancel()
         except* _ENDED as group:
             log.debug("the link to %s ended: %r", link.peer, group.exceptions[0])
@@ -312,23 +356,11 @@ class Links:
 
     async def _trusted(self, link: Link) -> bool:
         """Whether the owner at the other end still holds its lease under the
-        link's nonce (asked in Redis at most once per ``renew_interval``, and
-        trusted no longer than the lease's remaining time)."""
-        cluster = self.cluster
-        key = (link.peer, link.nonce)
-        if cluster.live_owners.get(key, -math.inf) > trio.current_time():
-            return True
-        began = trio.current_time()
+        link's nonce (see :meth:`RedisCluster.lease_alive`)."""
         try:
-            with trio.fail_after(cluster.settings.store_timeout):
-                left = await cluster.store.lease_left(link.peer, link.nonce)
+            return await self.cluster.lease_alive(link.peer, link.nonce)
         except REDIS_ERRORS:
             return False
-        if left <= 0:
-            cluster.live_owners.pop(key, None)
-            return False
-        cluster.live_owners[key] = began + min(left, cluster.settings.renew_interval)
-        return True
 
     def _lost(self, link: Link) -> None:
         """A link to an owner is gone: the requests in flight on it fail (``OwnerLost``)."""
@@ -338,10 +370,7 @@ class Links:
         for ident in list(link.idents):
             reply = self.cluster.replies.get(ident)
             if reply is not None:
-                try:
-                    reply.send_nowait(LOST)
-                except (trio.WouldBlock, trio.ClosedResourceError):
-                    reply.close()
+                reply.put(LOST)
         link.idents.clear()
 
     def statistics(self) -> dict[str, Any]:
@@ -350,4 +379,6 @@ class Links:
             "links_to_owners": len(self.to_owner),
             "link_frames_received": self.received,
             "link_frames_dropped": self.dropped,
+            "link_writes": sum(link.writes for link in self.to_owner.values()),
+            "link_frames_sent": sum(link.frames for link in self.to_owner.values()),
         }

@@ -37,7 +37,7 @@ from ._link import Link, Links
 from ._redis import REDIS_ERRORS, NotWritten, Outgoing, RedisStore, SessionRecord
 from ._registry import ClusterRegistry, restore
 from ._settings import NODE_HEADER, ClusterSettings
-from ._tunnel import FORWARDED, MISDIRECTED, Exchange, forward, read_request, serve_forwarded
+from ._tunnel import FORWARDED, MISDIRECTED, Exchange, Reply, forward, read_request, serve_forwarded
 
 if TYPE_CHECKING:
     from ..http import HttpSessionStream, StreamableHttpApp
@@ -85,13 +85,14 @@ class RedisCluster:
         self._app: StreamableHttpApp | None = None
         self._registry: ClusterRegistry | None = None
         #: Forwarded requests waiting here for their answer, by exchange id.
-        self.replies: dict[str, trio.MemorySendChannel[dict[bytes, bytes]]] = {}
+        self.replies: dict[str, Reply] = {}
         #: The owners of sessions hosted elsewhere, each with the lease nonce it
         #: holds them under: kept until the owner says it lost the session, or
         #: its lease under that nonce is found gone (a lookup less per request).
         self.routes: dict[str, SessionRecord] = {}
-        #: Owner leases (node, nonce) seen alive, trusted until the time given:
-        #: one check per owner node every ``renew_interval``, not one per session.
+        #: Owner leases (node, nonce) seen alive, trusted until the time given
+        #: (never beyond what the lease had left): one check per owner node
+        #: every ``renew_interval``, not one per session or request.
         self.live_owners: dict[tuple[str, str], float] = {}
         #: Requests forwarded here being served, by exchange id.
         self.exchanges: dict[str, Exchange] = {}
@@ -365,12 +366,7 @@ class RedisCluster:
         """A piece of the answer to a request this node forwarded, to its relay."""
         reply = self.replies.get(fields.get(b"f", b"").decode("utf-8", "replace"))
         if reply is not None:
-            try:
-                reply.send_nowait(fields)
-            except trio.WouldBlock:
-                reply.close()  # the client reads too slowly: it resumes
-            except trio.ClosedResourceError:
-                pass  # answered already (a late piece is dropped)
+            reply.put(fields)
 
     # ----------------------------------------------------------------- bus
 
@@ -495,7 +491,7 @@ class RedisCluster:
         dropped, unknown (the app answers it)."""
         cached = self.routes.get(session_id)
         if cached is not None:
-            if await self._owner_alive(cached):
+            if self.trusted(cached.owner, cached.nonce) or await self._owner_alive(cached):
                 return cached
             self.routes.pop(session_id, None)
         record = await self._lookup(session_id)
@@ -512,34 +508,41 @@ class RedisCluster:
         if len(self.routes) >= self.app.settings.max_sessions:
             self.routes.clear()
         self.routes[session_id] = record
-        self._trust(record)
         return record
 
-    def _trust(self, record: SessionRecord) -> None:
+    def trusted(self, node: str, nonce: str) -> bool:
+        """Whether ``node``'s lease under ``nonce`` is known alive now (no Redis)."""
+        return self.live_owners.get((node, nonce), -math.inf) > trio.current_time()
+
+    async def lease_alive(self, node: str, nonce: str) -> bool:
+        """Whether ``node`` holds its lease under ``nonce``: known alive
+        (:meth:`trusted`) until ``renew_interval`` after Redis said so, and never
+        beyond what the lease had left then, so a dead owner is found out
+        within its lease plus one check. Raises one of ``REDIS_ERRORS``."""
+        if self.trusted(node, nonce):
+            return True
+        began = trio.current_time()
+        with trio.fail_after(self.settings.store_timeout):
+            left = await self.store.lease_left(node, nonce)
         owners = self.live_owners
+        if left <= 0:
+            owners.pop((node, nonce), None)
+            return False
         if len(owners) >= self.app.settings.max_sessions:
             owners.clear()
-        owners[record.owner, record.nonce] = trio.current_time() + self.settings.renew_interval
+        owners[node, nonce] = began + min(left, self.settings.renew_interval)
+        return True
 
     def forget_owner(self, record: SessionRecord) -> None:
         """The owner of ``record`` was found dead (or without the session): look again."""
         self.live_owners.pop((record.owner, record.nonce), None)
 
     async def _owner_alive(self, record: SessionRecord) -> bool:
-        """Whether a cached owner still holds its lease under the nonce it had
-        (checked in Redis at most once per ``renew_interval`` per owner)."""
-        if self.live_owners.get((record.owner, record.nonce), -math.inf) > trio.current_time():
-            return True
+        """Whether a cached owner still holds its lease under the nonce it had."""
         try:
-            with trio.fail_after(self.settings.store_timeout):
-                alive = await self.store.alive(record.owner, record.nonce)
+            return await self.lease_alive(record.owner, record.nonce)
         except REDIS_ERRORS:
             raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
-        if alive:
-            self._trust(record)
-        else:
-            self.forget_owner(record)
-        return alive
 
     async def _lookup(self, session_id: str) -> SessionRecord | None:
         try:

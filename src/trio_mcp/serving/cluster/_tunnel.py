@@ -19,9 +19,10 @@ away (the ingress says so) or the ingress node dies.
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import logging
 import secrets
+from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -33,20 +34,21 @@ from ...transports._asgi import (
     Receive,
     Scope,
     Send,
+    body_nowait,
     error_body,
     read_body,
     respond,
     watch_disconnect,
 )
 from ...transports.http._sse import format_event
-from ._link import Link
+from ._link import Link, Wakeup
 from ._redis import REDIS_ERRORS, SessionRecord
 from ._settings import OwnerLost
 
 if TYPE_CHECKING:
     from ._node import RedisCluster
 
-__all__ = ["FORWARDED", "MISDIRECTED", "Exchange", "forward", "read_request", "serve_forwarded"]
+__all__ = ["FORWARDED", "MISDIRECTED", "Exchange", "Reply", "forward", "read_request", "serve_forwarded"]
 
 log = logging.getLogger("trio_mcp.cluster")
 
@@ -59,7 +61,7 @@ MISDIRECTED: Final = (b"mcp-cluster-misdirected", b"1")
 
 def _pack_headers(headers: Any) -> bytes:
     # Names and values as they are, each ended by NUL (HTTP allows no NUL in either).
-    return b"".join(n + b"\0" + v + b"\0" for n, v in headers)
+    return b"\0".join(itertools.chain.from_iterable(headers)) + b"\0" if headers else b""
 
 
 def _is_sse(headers: Any) -> bool:
@@ -69,6 +71,53 @@ def _is_sse(headers: Any) -> bool:
 def _unpack_headers(data: bytes) -> list[tuple[bytes, bytes]]:
     items = data.split(b"\0")
     return list(zip(items[0:-1:2], items[1:-1:2], strict=True))
+
+
+#: Exchange ids: this process's random prefix and a count (unique across the
+#: nodes an owner serves, without a random draw per request).
+_IDENT_PREFIX = secrets.token_hex(6)
+_ident_count = itertools.count()
+
+
+class Reply:
+    """The pieces of a forwarded request's answer on their way to its relay:
+    a bounded queue with one reader, which the task that receives a piece (the
+    link's reader, the inbox's) wakes directly. Beyond ``limit`` pieces (a
+    client reading too slowly) it closes: the relay ends, the client resumes."""
+
+    __slots__ = ("_items", "_limit", "_reader", "closed")
+
+    def __init__(self, limit: int) -> None:
+        self._items: deque[dict[bytes, bytes]] = deque()
+        self._limit = limit
+        self._reader = Wakeup()
+        self.closed = False
+
+    def put(self, entry: dict[bytes, bytes]) -> None:
+        """Queue a piece (dropped once closed: answered already, or overflowed)."""
+        if self.closed:
+            return
+        if len(self._items) >= self._limit:
+            self.close()
+            return
+        self._items.append(entry)
+        self._reader.wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._reader.wake()
+
+    async def get(self) -> dict[bytes, bytes]:
+        """The next piece (:class:`trio.EndOfChannel` once closed and empty)."""
+        if not self._items:
+            if self.closed:
+                raise trio.EndOfChannel
+            await self._reader.wait()
+            if not self._items:
+                raise trio.EndOfChannel
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        return self._items.popleft()
 
 
 class Exchange:
@@ -89,15 +138,20 @@ async def read_request(
     cluster: RedisCluster, scope: Scope, receive: Receive, headers: dict[str, str]
 ) -> bytes | None:
     """A request's body to forward (``b""`` but for a POST), whole within
-    ``body_timeout`` (``408``); None when the client went away meanwhile."""
+    ``body_timeout`` (``408``); None when the client went away meanwhile.
+    Usually the server has it queued already: then it is taken without a
+    wait (and without a deadline), as a POST served here takes it."""
     if scope.get("method") != "POST":
         return b""
     http = cluster.app.settings
-    with trio.move_on_after(http.body_timeout):
-        try:
-            return await read_body(receive, headers, http.max_body_size)
-        except Disconnected:
-            return None
+    try:
+        body, whole = body_nowait(receive, headers, http.max_body_size)
+        if whole:
+            return body
+        with trio.move_on_after(http.body_timeout):
+            return await read_body(receive, headers, http.max_body_size, start=body)
+    except Disconnected:
+        return None
     raise HttpError(408, "Request Timeout", headers=[(b"connection", b"close")])
 
 
@@ -114,31 +168,30 @@ async def forward(
     module. False: that node does not have the session (any more), nothing
     was answered."""
     settings = cluster.settings
-    method = scope.get("method", "GET")
-    ident = secrets.token_hex(8)
-    entries, replies = trio.open_memory_channel[dict[bytes, bytes]](settings.forward_buffer)
-    cluster.replies[ident] = entries
+    ident = f"{_IDENT_PREFIX}{next(_ident_count):x}"
+    replies = cluster.replies[ident] = Reply(settings.forward_buffer)
     fields = {
         "k": "req",
         "f": ident,
         "from": settings.node_id,
         "fn": cluster.nonce,
         "sid": session_id,
-        "m": method,
+        "m": scope.get("method", "GET"),
         "p": scope.get("path", "/"),
         "q": scope.get("query_string", b""),
         "h": _pack_headers(scope.get("headers", ())),
         "b": body,
     }
-    relay = _Relay(cluster, send, owner)
-    link = await cluster.links.to(owner) if cluster.links is not None else None
+    relay = _Relay(cluster, send, owner, body)
+    links = cluster.links
+    link = None if links is None else links.open_to(owner) or await links.to(owner)
     try:
         if link is not None:
             link.idents.add(ident)
             try:
                 await link.send(fields)
             except trio.BrokenResourceError:
-                link.idents.discard(ident)  # closed before it was queued: the inbox takes it
+                link.idents.discard(ident)  # closed before it was written: the inbox takes it
                 link = None
         if link is None:
             try:
@@ -148,17 +201,22 @@ async def forward(
         # Most answers come whole, and soon: relayed without watching the
         # client; a slower one (or a stream) is watched from renew_interval on.
         entry = None
-        with trio.move_on_after(settings.renew_interval), contextlib.suppress(trio.EndOfChannel):
-            entry = await replies.receive()
+        with trio.move_on_after(settings.renew_interval):
+            try:
+                entry = await replies.get()
+            except trio.EndOfChannel:
+                return True  # overflowed already: the client resumes (or retries)
         if entry is not None and entry.get(b"more") == b"0":
-            await relay.run(replies, body, entry)
+            await relay.run(replies, entry)
         else:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-                await relay.run(replies, body, entry)
+                relay.watched = True
+                await relay.run(replies, entry)
                 nursery.cancel_scope.cancel()
         return not relay.misdirected
     finally:
+        replies.close()
         del cluster.replies[ident]
         if link is not None:
             link.idents.discard(ident)
@@ -180,37 +238,33 @@ async def forward(
 class _Relay:
     """Writes the pieces of a forwarded response to the client."""
 
-    def __init__(self, cluster: RedisCluster, send: Send, owner: SessionRecord) -> None:
+    def __init__(self, cluster: RedisCluster, send: Send, owner: SessionRecord, body: bytes) -> None:
         self.cluster = cluster
         self.send = send
         self.owner = owner
+        self.body = body
         self.started = False
         self.sse = False
         self.ended = False
         self.lost = False
         self.misdirected = False
-        self.body = b""
+        #: A task watches the client for a disconnect (the last write is shielded from it).
+        self.watched = False
 
-    async def run(
-        self,
-        replies: trio.MemoryReceiveChannel[dict[bytes, bytes]],
-        body: bytes,
-        entry: dict[bytes, bytes] | None = None,
-    ) -> None:
+    async def run(self, replies: Reply, entry: dict[bytes, bytes] | None = None) -> None:
         """Relay ``entry`` (if any received already), then the next ones, to the end."""
-        self.body = body
         settings = self.cluster.settings
         while True:
             if entry is None:
                 with trio.move_on_after(settings.renew_interval):
                     try:
-                        entry = await replies.receive()
+                        entry = await replies.get()
                     except trio.EndOfChannel:
                         return  # overflowed: the client resumes (or retries)
                 if entry is None:
                     if not await self._owner_alive():
                         self.lost = True
-                        await self._fail(body)
+                        await self._fail(self.body)
                         return
                     continue
             if await self._relay(entry):
@@ -248,11 +302,14 @@ class _Relay:
         return True
 
     async def _last_write(self, message: dict[str, Any]) -> None:
-        # Shielded from the disconnect watcher: once the response is complete
-        # the server reports a disconnect while still inside this very send
-        # (hypercorn), and cancelling it there would strand the connection.
-        with trio.CancelScope(shield=True), trio.fail_after(self.cluster.app.settings.write_timeout):
+        # Shielded from the disconnect watcher (if one runs): once the response
+        # is complete the server reports a disconnect while still inside this
+        # very send (hypercorn), and cancelling it there would strand the connection.
+        bound = self.cluster.app.settings.write_timeout
+        with trio.CancelScope(shield=self.watched, deadline=trio.current_time() + bound) as scope:
             await self.send(message)
+        if scope.cancelled_caught:
+            raise trio.TooSlowError(f"the answer was not written within {bound:g} s")
 
     async def _owner_gone(self) -> None:
         """Until the owner's lease is gone, within ``lease_ttl`` plus one
@@ -265,10 +322,12 @@ class _Relay:
                 await trio.sleep(settings.renew_interval)
 
     async def _owner_alive(self) -> bool:
+        # Lease-bounded and shared by every relay to that owner: one Redis
+        # command per owner node per renew_interval, whatever the number of
+        # slow answers in flight.
         owner = self.owner
         try:
-            with trio.fail_after(self.cluster.settings.store_timeout):
-                return await self.cluster.store.alive(owner.owner, owner.nonce)
+            return await self.cluster.lease_alive(owner.owner, owner.nonce)
         except REDIS_ERRORS:
             return False  # the store is gone: so is any answer through it
 
