@@ -28,8 +28,12 @@ from .test_hardening import report, until
 from .test_server import TIMEOUT, Session, initialize
 
 SOAK_SECONDS = float(os.environ.get("TRIO_MCP_SOAK_SECONDS", "30"))
-#: Share of the soak before the RSS reference is taken.
-WARM_UP = 0.25
+#: Share of the soak before the RSS reference is taken. The server's RSS
+#: climbs into its working set for the first 15-30 s of load (measured:
+#: 47 -> 57.7 MB over the first 15 s of a 30 s soak, 61.0 MB at its end;
+#: in a 120 s soak 61.4 MB at 30 s and 63.0 MB at the end), so a reference
+#: taken earlier measures that climb, not a leak.
+WARM_UP = 0.5
 CLIENTS = 6
 SAMPLE_EVERY = 1.0
 
@@ -199,6 +203,7 @@ async def test_soak_mixed_load_keeps_nothing(tmp_path: Any, record_property: Any
     report(record_property, "clients_gone_mid_stream", tally.went_away)
     report(record_property, "rss_kib_after_warm_up", warm_rss)
     report(record_property, "rss_kib_peak", max(r for _, r in samples))
+    report(record_property, "rss_samples", [(round(t), r) for t, r in samples])
     report(record_property, "rss_kib_final", final_rss)
     report(record_property, "rss_slope_mib_per_min", round(slope, 2))
     report(record_property, "peak_fds", peaks["fds"])
