@@ -15,7 +15,7 @@ import trio
 from trio_mcp.actors import PeerLimits
 from trio_mcp.server import Context, MCPServer
 
-from .test_server import ACCEPT_BOTH, TIMEOUT, http, initialize, serving
+from .test_server import ACCEPT_BOTH, TIMEOUT, Session, http, initialize, serving
 
 MODERN = "2026-07-28"
 
@@ -49,9 +49,26 @@ def _gated_app(limits: PeerLimits | None = None) -> tuple[MCPServer, dict[str, A
     return app, state
 
 
-async def _until(predicate: Any) -> None:
+async def until_true(predicate: Any) -> None:
     while not predicate():
         await trio.sleep(0.01)
+
+
+async def post_then_cancel(session: Session, call: dict[str, Any], state: dict[str, Any]) -> httpx.Response:
+    """POST ``call``; once its handler has entered (``state["entered"]``),
+    cancel it with ``notifications/cancelled`` on another POST (202).
+    Returns the call's own response."""
+    outcome: dict[str, httpx.Response] = {}
+
+    async def post_call() -> None:
+        outcome["call"] = await session.post(call)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(post_call)
+        await until_true(lambda: state["entered"] == 1)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call["id"]}}
+        assert (await session.post(cancel)).status_code == 202
+    return outcome["call"]
 
 
 async def test_a_json_answered_call_served_in_its_post_is_cancelled_by_the_client() -> None:
@@ -59,24 +76,11 @@ async def test_a_json_answered_call_served_in_its_post_is_cancelled_by_the_clien
     async with serving(app, json_response=True) as (_, url), http() as client:
         session = await initialize(client, url)
         call = session.request("tools/call", {"name": "wait", "arguments": {}})
-        outcome: dict[str, httpx.Response] = {}
-
-        async def post_call() -> None:
-            outcome["call"] = await session.post(call)
-
         with trio.fail_after(TIMEOUT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(post_call)
-                await _until(lambda: state["entered"] == 1)
-                cancel = {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/cancelled",
-                    "params": {"requestId": call["id"]},
-                }
-                assert (await session.post(cancel)).status_code == 202
+            response = await post_then_cancel(session, call, state)
         assert state["cancelled"] == 1
-        assert outcome["call"].status_code == 202  # never answered
-        assert outcome["call"].content == b""
+        assert response.status_code == 202  # never answered
+        assert response.content == b""
         # The session goes on: the next call is answered.
         echo = await session.post(session.request("tools/call", {"name": "echo", "arguments": {"text": "x"}}))
         assert echo.status_code == 200
@@ -98,9 +102,9 @@ async def test_a_call_served_in_its_post_is_cancelled_when_its_client_goes_away(
         with trio.fail_after(TIMEOUT):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(post_call)
-                await _until(lambda: state["entered"] == 1)
+                await until_true(lambda: state["entered"] == 1)
                 nursery.cancel_scope.cancel()  # the client goes away: its connection closes
-            await _until(lambda: state["cancelled"] == 1)
+            await until_true(lambda: state["cancelled"] == 1)
         assert "_worker" not in state["task"]  # served in its POST's task, not by a peer worker
         assert not state["gate"].is_set()
         echo = await session.post(session.request("tools/call", {"name": "echo", "arguments": {"text": "y"}}))
@@ -163,8 +167,8 @@ async def test_calls_served_in_their_posts_are_bounded_like_any_other() -> None:
             async with trio.open_nursery() as nursery:
                 for _ in range(3):
                     nursery.start_soon(call)
-                await _until(lambda: state["entered"] == 2)
-                await _until(lambda: app_running(app) == 3)
+                await until_true(lambda: state["entered"] == 2)
+                await until_true(lambda: app_running(app) == 3)
                 refused = await session.post(session.request("tools/call", {"name": "wait", "arguments": {}}))
                 assert refused.status_code == 200
                 assert refused.json()["error"]["code"] == -32001  # overloaded, at once

@@ -21,7 +21,7 @@ from trio_mcp.server import Context, MCPServer
 from trio_mcp.serving.http import close_sse_stream
 from trio_mcp.transports.http._sse import SseDecoder, SseEvent
 
-from .test_fast_path import app_running
+from .test_fast_path import app_running, post_then_cancel, until_true
 from .test_server import TIMEOUT, Session, http, initialize, messages, read_events, serving
 
 SSE = {"json_response": False}
@@ -72,11 +72,6 @@ def _call(session: Session, name: str, arguments: dict[str, Any], token: str | N
     if token is not None:
         params["_meta"] = {"progressToken": token}
     return session.request("tools/call", params)
-
-
-async def _until(predicate: Any) -> None:
-    while not predicate():
-        await trio.sleep(0.01)
 
 
 async def _resume(session: Session, last_event_id: str) -> list[SseEvent]:
@@ -169,9 +164,9 @@ async def test_an_sse_call_that_waits_its_turn_is_served_by_a_worker_and_answere
         with trio.fail_after(TIMEOUT):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(post, "first", first)
-                await _until(lambda: state["entered"] == 1)
+                await until_true(lambda: state["entered"] == 1)
                 nursery.start_soon(post, "second", second)
-                await _until(lambda: app_running(app) == 2)  # the second one queued
+                await until_true(lambda: app_running(app) == 2)  # the second one queued
                 assert state["entered"] == 1
                 state["gate"].set()
     for name, call in (("first", first), ("second", second)):
@@ -209,22 +204,8 @@ async def test_a_cancelled_sse_call_ends_its_stream_without_an_answer() -> None:
     async with serving(app, **SSE) as (_, url), http() as client:
         session = await initialize(client, url)
         call = _call(session, "progress_then_wait", {"steps": 1}, token="c")
-        outcome: dict[str, httpx.Response] = {}
-
-        async def post_call() -> None:
-            outcome["call"] = await session.post(call)
-
         with trio.fail_after(TIMEOUT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(post_call)
-                await _until(lambda: state["entered"] == 1)
-                cancel = {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/cancelled",
-                    "params": {"requestId": call["id"]},
-                }
-                assert (await session.post(cancel)).status_code == 202
-            response = outcome["call"]
+            response = await post_then_cancel(session, call, state)
             assert response.status_code == 200
             assert response.headers["content-type"] == "text/event-stream"
             received = messages(SseDecoder().feed(response.content))
@@ -251,9 +232,9 @@ async def test_a_client_leaving_a_stream_it_cannot_resume_cancels_the_handler() 
         with trio.fail_after(TIMEOUT):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(post_call)
-                await _until(lambda: state["entered"] == 1)
+                await until_true(lambda: state["entered"] == 1)
                 nursery.cancel_scope.cancel()  # the client goes away: its connection closes
-            await _until(lambda: state["cancelled"] == 1)
+            await until_true(lambda: state["cancelled"] == 1)
             assert not state["gate"].is_set()
             echo = await session.post(_call(session, "echo", {"text": "next"}))
             assert messages(SseDecoder().feed(echo.content))[-1]["result"]["content"][0]["text"] == "next"
@@ -271,7 +252,7 @@ async def test_a_handler_closing_its_posts_stream_is_resumed_with_its_answer() -
             decoder = SseDecoder()
             async with client.stream("POST", url, content=json.dumps(call), headers=session.headers()) as r:
                 first = await read_events(r, decoder)  # ends while the handler waits at its gate
-            await _until(lambda: "closed" in state)  # (set once the close's write is over)
+            await until_true(lambda: "closed" in state)  # (set once the close's write is over)
             assert state["closed"] is True
             assert not state["gate"].is_set()
             assert [e.data for e in first] == [""]  # the priming event only
