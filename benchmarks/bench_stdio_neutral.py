@@ -42,8 +42,11 @@ round's load average.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +90,8 @@ RATIOS = [
     (OURS, CEILING, "ours/ceiling"),
     (FLOOR, TS, "floor/ts"),
     (OURS, FLOOR, "ours/floor"),
+    ("gateway", OURS, "gateway/direct"),
+    ("relay", OURS, "relay/direct"),
 ]
 #: Issue 17's targets, printed for context, never asserted.
 TARGETS = {
@@ -97,20 +102,42 @@ TARGETS = {
 }
 
 
+ECHO_SERVER = HERE / "servers" / "trio_echo_server.py"
+#: The gateway target's configuration: our echo server, as server "echo".
+GATEWAY_CONFIG = Path(tempfile.gettempdir()) / f"bench-stdio-neutral-gateway-{os.getpid()}.json"
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
-    script: Path
+    script: Path | None  # None: the command is the interpreter and ``args``
     runtime: str  # "ours", "sdk" or "node"
+    #: Arguments after the script; the tool the driver calls.
+    args: tuple[str, ...] = ()
+    tool: str = "echo"
 
 
 TARGETS_ALL = (
-    Target(OURS, HERE / "servers" / "trio_echo_server.py", "ours"),
+    Target(OURS, ECHO_SERVER, "ours"),
     Target(SDK, HERE / "servers" / "sdk_echo_server.py", "sdk"),
     Target(TS, DRIVERS / "ts_stdio_server.mjs", "node"),
     Target(CEILING, DRIVERS / "echo_stdio_server.mjs", "node"),
     Target(FLOOR, HERE / "servers" / "trio_floor_server.py", "ours"),
+    # Not run unless named (--targets): our echo server behind `trio-mcp
+    # gateway` (its tool is then echo__echo), and behind a trio process that
+    # only relays lines (the floor of any trio proxy). Their server CPU is the
+    # front process's alone.
+    Target(
+        "gateway",
+        None,
+        "ours",
+        ("-m", "trio_mcp.cli", "gateway", str(GATEWAY_CONFIG), "-t", "stdio", "--no-watch"),
+        "echo__echo",
+    ),
+    Target("relay", HERE / "servers" / "trio_relay.py", "ours", (sys.executable, str(ECHO_SERVER))),
 )
+#: What runs unless --targets names others.
+DEFAULT_TARGETS = (OURS, SDK, TS, CEILING, FLOOR)
 
 
 def run_target(
@@ -118,7 +145,8 @@ def run_target(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     executable = {"ours": sys.executable, "sdk": str(args.sdk_python), "node": args.node}[target.runtime]
     options = {
-        "command": [executable, str(target.script)],
+        "command": [executable, *([] if target.script is None else [str(target.script)]), *target.args],
+        "tool": target.tool,
         "env": sdk_env() if target.runtime == "sdk" else None,
         "spawns": args.spawns,
         "concurrencies": args.concurrencies,
@@ -254,7 +282,7 @@ def print_report(doc: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(parser, [t.name for t in TARGETS_ALL], SECONDS)
+    add_common_args(parser, DEFAULT_TARGETS, SECONDS)
     parser.add_argument("--warmup", type=float, default=0.5, help="warm-up per row (default 0.5)")
     parser.add_argument(
         "--concurrencies", default="1,8,64,256", help="calls in flight, one row each (default %(default)s)"
@@ -301,7 +329,13 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend(mine)
         processes.append(process)
 
-    rounds, failure = run_rounds(args.rounds, args.targets, lambda t: t.name, run, "bench_stdio_neutral")
+    GATEWAY_CONFIG.write_text(
+        json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(ECHO_SERVER)]}}})
+    )
+    try:
+        rounds, failure = run_rounds(args.rounds, args.targets, lambda t: t.name, run, "bench_stdio_neutral")
+    finally:
+        GATEWAY_CONFIG.unlink(missing_ok=True)
     doc = {
         "bench": BENCH,
         "settings": settings,

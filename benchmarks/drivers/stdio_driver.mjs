@@ -118,7 +118,8 @@ class Server {
   }
 }
 
-const CALL_PARAMS = JSON.stringify({ name: 'echo', arguments: { text: PAYLOAD } });
+// `tool`: the echo tool's name (a gateway prefixes it with its server's name).
+const CALL_PARAMS = JSON.stringify({ name: opts.tool ?? 'echo', arguments: { text: PAYLOAD } });
 
 async function runRow(server, concurrency, warmup) {
   const row = await measure({
