@@ -54,6 +54,21 @@ async def until_true(predicate: Any) -> None:
         await trio.sleep(0.01)
 
 
+async def post_then_leave(session: Session, call: dict[str, Any], state: dict[str, Any]) -> None:
+    """POST ``call``; once its handler has entered (``state["entered"]``),
+    go away (the POST's connection closes); return once the handler was
+    cancelled (``state["cancelled"]``)."""
+
+    async def post_call() -> None:
+        await session.post(call)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(post_call)
+        await until_true(lambda: state["entered"] == 1)
+        nursery.cancel_scope.cancel()  # the client goes away: its connection closes
+    await until_true(lambda: state["cancelled"] == 1)
+
+
 async def post_then_cancel(session: Session, call: dict[str, Any], state: dict[str, Any]) -> httpx.Response:
     """POST ``call``; once its handler has entered (``state["entered"]``),
     cancel it with ``notifications/cancelled`` on another POST (202).
@@ -95,16 +110,8 @@ async def test_a_call_served_in_its_post_is_cancelled_when_its_client_goes_away(
     async with serving(app, json_response=True, disconnect_watch_delay=0.05) as (_, url), http() as client:
         session = await initialize(client, url)
         call = session.request("tools/call", {"name": "wait", "arguments": {}})
-
-        async def post_call() -> None:
-            await session.post(call)
-
         with trio.fail_after(TIMEOUT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(post_call)
-                await until_true(lambda: state["entered"] == 1)
-                nursery.cancel_scope.cancel()  # the client goes away: its connection closes
-            await until_true(lambda: state["cancelled"] == 1)
+            await post_then_leave(session, call, state)
         assert "_worker" not in state["task"]  # served in its POST's task, not by a peer worker
         assert not state["gate"].is_set()
         echo = await session.post(session.request("tools/call", {"name": "echo", "arguments": {"text": "y"}}))

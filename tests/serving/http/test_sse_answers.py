@@ -21,7 +21,7 @@ from trio_mcp.server import Context, MCPServer
 from trio_mcp.serving.http import close_sse_stream
 from trio_mcp.transports.http._sse import SseDecoder, SseEvent
 
-from .test_fast_path import app_running, post_then_cancel, until_true
+from .test_fast_path import app_running, post_then_cancel, post_then_leave, until_true
 from .test_server import TIMEOUT, Session, http, initialize, messages, read_events, serving
 
 SSE = {"json_response": False}
@@ -225,16 +225,8 @@ async def test_a_client_leaving_a_stream_it_cannot_resume_cancels_the_handler() 
     async with serving(app, **options) as (_, url), http() as client:
         session = await initialize(client, url)
         call = _call(session, "progress_then_wait", {"steps": 1}, token="g")
-
-        async def post_call() -> None:
-            await session.post(call)
-
         with trio.fail_after(TIMEOUT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(post_call)
-                await until_true(lambda: state["entered"] == 1)
-                nursery.cancel_scope.cancel()  # the client goes away: its connection closes
-            await until_true(lambda: state["cancelled"] == 1)
+            await post_then_leave(session, call, state)
             assert not state["gate"].is_set()
             echo = await session.post(_call(session, "echo", {"text": "next"}))
             assert messages(SseDecoder().feed(echo.content))[-1]["result"]["content"][0]["text"] == "next"
