@@ -49,13 +49,12 @@ from ..protocol import (
     Request,
     Response,
     ServerOverloaded,
-    coerce,
     error_response,
 )
 from ..transports import MessageStream, TransportError
 from ..transports._base import RELATED_REQUEST
 from ._actor import ExitReason
-from ._peer_calls import ProgressCallback, _progress_of, _Reply, deliver
+from ._peer_calls import ProgressCallback, _Reply, deliver
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
 from ._peer_limits import PeerLimits, oversized_batch
 from ._peer_outbound import NON_CANCELLABLE, _Outbound
@@ -533,35 +532,6 @@ class Peer(_Outbound, _HandlerPool):
             )
         except trio.ClosedResourceError:
             pass
-
-    def _peer_cancelled(self, params: Any) -> None:
-        try:
-            data = coerce(params, dict[str, Any])
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return
-        ident = data.get("requestId")
-        if type(ident) is not int and type(ident) is not str:
-            return  # not a request id (and maybe unhashable)
-        slot = self._inflight.get(ident)
-        if slot is None or not slot.cancellable:
-            return  # unknown, finished already, or never cancelled (initialize)
-        slot.cancelled = True
-        self._cancelled_by_peer += 1
-        if slot.scope is not None:
-            slot.scope.cancel()
-
-    def _route_progress(self, params: Any) -> bool:
-        """Hand progress for one of our pending calls to its caller."""
-        parsed = _progress_of(params)
-        if parsed is None:
-            return False
-        token, item = parsed
-        reply = self._progress.get(token)
-        if reply is None:
-            return False  # not ours (any more): the dispatcher gets it
-        if item is not None and not reply.deliver_progress(item, self.limits.max_queued_notifications):
-            self._notifications_dropped += 1
-        return True
 
     def _reply_nowait(self, msg: Any) -> None:
         """An answer the read loop gives at once (part of the batch being read, if any)."""

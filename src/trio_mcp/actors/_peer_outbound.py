@@ -58,6 +58,7 @@ class _Outbound:
     _pending: dict[int | str, Any]
     _result_decoders: dict[Any, Callable[[Any], Any]]
     _progress: dict[int | str, _Reply]
+    _notifications_dropped: int
     _gathers: bool
     _write_failure: str | None
     _requests: list[tuple[int | str, msgspec.Raw]]
@@ -70,6 +71,19 @@ class _Outbound:
         def _wake_writer(self) -> None: ...
 
         def _notification(self, note: Notification) -> None: ...
+
+    def _route_progress(self, params: Any) -> bool:
+        """Hand progress for one of our pending calls to its caller."""
+        parsed = _progress_of(params)
+        if parsed is None:
+            return False
+        token, item = parsed
+        reply = self._progress.get(token)
+        if reply is None:
+            return False  # not ours (any more): the dispatcher gets it
+        if item is not None and not reply.deliver_progress(item, self.limits.max_queued_notifications):
+            self._notifications_dropped += 1
+        return True
 
     async def request(
         self,

@@ -51,6 +51,7 @@ from ..protocol import (
     Notification,
     Request,
     Response,
+    coerce,
     error_response,
 )
 from ..transports import MessageStream, TransportClosed, TransportError
@@ -148,10 +149,27 @@ class _HandlerPool:
     _gathers: bool
     _reader_out: list[Any]
     _serving_here: bool
+    _cancelled_by_peer: int
 
     if TYPE_CHECKING:  # the Peer's
 
         async def _relief_reader(self) -> None: ...
+
+    def _peer_cancelled(self, params: Any) -> None:
+        try:
+            data = coerce(params, dict[str, Any])
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return
+        ident = data.get("requestId")
+        if type(ident) is not int and type(ident) is not str:
+            return  # not a request id (and maybe unhashable)
+        slot = self._inflight.get(ident)
+        if slot is None or not slot.cancellable:
+            return  # unknown, finished already, or never cancelled (initialize)
+        slot.cancelled = True
+        self._cancelled_by_peer += 1
+        if slot.scope is not None:
+            slot.scope.cancel()
 
     async def _worker(self) -> None:
         """Serve admitted requests one at a time.
