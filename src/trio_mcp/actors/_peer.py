@@ -116,7 +116,6 @@ class Peer(_Outbound, _HandlerPool):
         self._current_batch: _Batch | None = None
         self._pending: dict[int | str, Any] = {}
         #: result type -> its decoder (see Peer.request's gathered calls).
-        self._result_decoders: dict[Any, Any] = {}
         self._progress: dict[int | str, _Reply] = {}
         self._inflight: dict[int | str, _Slot] = {}
         # Admitted requests not finished yet: running or waiting for a worker.

@@ -11,9 +11,9 @@ from typing import Any
 import msgspec
 import outcome
 import trio
-from msgspec import UNSET, Struct
+from msgspec import UNSET, Raw, Struct
 
-from ..protocol import ErrorResponse, InternalError, Response, coerce
+from ..protocol import ErrorResponse, InternalError, Response, coerce, decoder_for
 
 __all__ = ["ProgressCallback"]
 
@@ -124,10 +124,13 @@ def deliver(entry: Any, value: outcome.Outcome[Any]) -> None:
 def _answer(msg: Response | ErrorResponse, method: str, result_type: Any) -> Any:
     """A call's result (decoded to ``result_type`` if given), or its error raised."""
     if type(msg) is Response:
+        result = msg.result
         if result_type is None:
-            return msg.result
+            return result
         try:
-            return coerce(msg.result, result_type)
+            if type(result) is Raw and result_type is not Raw:  # the usual case: its type's kept decoder
+                return decoder_for(result_type)(result)
+            return coerce(result, result_type)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise InternalError(f"malformed result for {method}: {exc}") from None
     raise msg.error.to_exception()  # type: ignore[union-attr]

@@ -14,7 +14,7 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from ..protocol import ConnectionClosed, InternalError, Notification, Request, Response, decoder_for
+from ..protocol import ConnectionClosed, Notification, Request
 from ..transports import MessageStream, TransportError
 from ._peer_calls import (
     CANCEL_OWED,
@@ -56,7 +56,6 @@ class _Outbound:
     #: A pending call's entry: its parked task (a gathered call), a _Reply,
     #: CANCEL_OWED, or what ``expect`` was given (see _peer_calls.deliver).
     _pending: dict[int | str, Any]
-    _result_decoders: dict[Any, Callable[[Any], Any]]
     _progress: dict[int | str, _Reply]
     _notifications_dropped: int
     _gathers: bool
@@ -157,15 +156,6 @@ class _Outbound:
                 ):
                     await self._send_cancelled(ident, "cancelled by the caller")
                 raise
-            if type(msg) is Response and result_type is not None:
-                result = msg.result
-                decode = self._result_decoders.get(result_type)
-                if decode is not None and type(result) is _Raw:
-                    try:
-                        return decode(result)
-                    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                        raise InternalError(f"malformed result for {method}: {exc}") from None
-                self._result_decoders[result_type] = decoder_for(result_type)
             return _answer(msg, method, result_type)
         reply = _Reply()
         if on_progress is not None:

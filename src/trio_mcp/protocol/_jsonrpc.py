@@ -318,7 +318,8 @@ def encode_lines(messages: list[Any]) -> bytes:
 
 
 T = TypeVar("T")
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+#: The JSON decoder of each type asked for, as its bound ``decode`` (see decoder_for).
+_decoders: dict[Any, Callable[[Any], Any]] = {}
 
 
 def coerce(value: Any, type_: type[T]) -> T:
@@ -330,10 +331,7 @@ def coerce(value: Any, type_: type[T]) -> T:
     if type(value) is Raw:
         if type_ is Raw:
             return value  # type: ignore[return-value]
-        dec = _decoders.get(type_)
-        if dec is None:
-            dec = _decoders[type_] = msgspec.json.Decoder(type_)
-        decoded: T = dec.decode(value)
+        decoded: T = (_decoders.get(type_) or decoder_for(type_))(value)
         return decoded
     if isinstance(type_, type) and isinstance(value, type_):
         return value
@@ -349,10 +347,10 @@ def coerce(value: Any, type_: type[T]) -> T:
 def decoder_for(type_: type[T]) -> Callable[[Raw], T]:
     """The cached decoder :func:`coerce` uses for ``Raw`` into ``type_``, as a
     function (for a hot path that keeps it; it raises as ``coerce`` does)."""
-    dec = _decoders.get(type_)
-    if dec is None:
-        dec = _decoders[type_] = msgspec.json.Decoder(type_)
-    return dec.decode
+    decode = _decoders.get(type_)
+    if decode is None:
+        decode = _decoders[type_] = msgspec.json.Decoder(type_).decode
+    return decode
 
 
 def error_response(ident: int | str | None, exc: McpError) -> ErrorResponse:
