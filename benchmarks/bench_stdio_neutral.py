@@ -92,6 +92,8 @@ RATIOS = [
     (OURS, FLOOR, "ours/floor"),
     ("gateway", OURS, "gateway/direct"),
     ("relay", OURS, "relay/direct"),
+    ("gateway-base", OURS, "gateway-base/direct"),
+    ("gateway", "gateway-base", "gateway/gateway-base"),
 ]
 #: Issue 17's targets, printed for context, never asserted.
 TARGETS = {
@@ -135,9 +137,23 @@ TARGETS_ALL = (
         "echo__echo",
     ),
     Target("relay", HERE / "servers" / "trio_relay.py", "ours", (sys.executable, str(ECHO_SERVER))),
+    # The gateway of another checkout (--base-src: its src folder, put first
+    # on PYTHONPATH), to compare a change with its base in the same run.
+    Target(
+        "gateway-base",
+        None,
+        "ours",
+        ("-m", "trio_mcp.cli", "gateway", str(GATEWAY_CONFIG), "-t", "stdio", "--no-watch"),
+        "echo__echo",
+    ),
 )
 #: What runs unless --targets names others.
 DEFAULT_TARGETS = (OURS, SDK, TS, CEILING, FLOOR)
+
+
+def base_env(args: argparse.Namespace) -> dict[str, str]:
+    """The environment of the ``gateway-base`` target: ``--base-src`` first on the path."""
+    return {**os.environ, "PYTHONPATH": str(args.base_src)}
 
 
 def run_target(
@@ -147,7 +163,11 @@ def run_target(
     options = {
         "command": [executable, *([] if target.script is None else [str(target.script)]), *target.args],
         "tool": target.tool,
-        "env": sdk_env() if target.runtime == "sdk" else None,
+        "env": sdk_env()
+        if target.runtime == "sdk"
+        else base_env(args)
+        if target.name == "gateway-base"
+        else None,
         "spawns": args.spawns,
         "concurrencies": args.concurrencies,
         "warmup": args.warmup,
@@ -290,6 +310,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--spawns", type=int, default=5, help="spawn -> initialized timings per server and round"
     )
+    parser.add_argument(
+        "--base-src",
+        type=Path,
+        default=None,
+        help="the src folder of another checkout: the gateway-base target runs its gateway",
+    )
     args = parser.parse_args(argv)
     try:
         args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
@@ -298,6 +324,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.warmup < 0 or args.spawns < 0 or min(args.concurrencies) < 1:
         parser.error("--warmup and --spawns must be >= 0, each concurrency >= 1")
     resolve_common(parser, args, {t.name: t for t in TARGETS_ALL})
+    if any(t.name == "gateway-base" for t in args.targets) and (
+        args.base_src is None or not (args.base_src / "trio_mcp").is_dir()
+    ):
+        parser.error("the gateway-base target needs --base-src, a folder holding trio_mcp")
     return args
 
 

@@ -32,7 +32,7 @@ from trio_mcp.actors import PeerLimits
 from trio_mcp.actors._client import ClientSession, open_session
 from trio_mcp.gateway import Gateway, open_gateway
 from trio_mcp.gateway._forward import ForwardingStream
-from trio_mcp.protocol import InvalidParams, ServerOverloaded
+from trio_mcp.protocol import InvalidParams, McpError, ServerOverloaded
 from trio_mcp.testing import connected
 from trio_mcp.transports import StdioStream
 
@@ -310,6 +310,36 @@ async def test_an_answer_no_call_waits_for_is_dropped_and_logged(
     dropped = [r.getMessage() for r in caplog.records if "no call waits for it" in r.getMessage()]
     assert len(dropped) == 2
     assert "id 999999" in dropped[0] and "id 999998" in dropped[1]
+    assert await wait_gone(processes) == set()
+
+
+async def test_answers_on_the_byte_path_that_are_not_plain_results_get_the_frame_paths_answers(
+    processes: set[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    config = {"mcpServers": {"s": {"command": sys.executable, "args": [STRAY]}}}
+    with trio.fail_after(TIMEOUT), caplog.at_level(logging.DEBUG, logger="trio_mcp.peer"):
+        async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
+            processes.update(children(os.getpid()))
+            async with client_of(gw, "stdio") as client:
+                await client.call_tool("s__stray", {"ident": 1})  # after the handshake's last read
+                before = spliced(gw)
+                # An error answer is passed on as it came (its data too); the second answer is dropped.
+                with pytest.raises(McpError) as raised:
+                    await client.call_tool("s__odd", {"kind": "error"})
+                assert (raised.value.code, raised.value.message, raised.value.data) == (-32000, "odd", [1])
+                result = await client.call_tool("s__odd", {"kind": "reordered"})
+                assert result.content[0].text == "reordered"
+                # An error that is not one, a result that is not UTF-8: not answers (the
+                # peer logs them); the call stays out and its server's next answer ends it.
+                for kind in ("not an error", "not UTF-8"):
+                    result = await client.call_tool("s__odd", {"kind": kind})
+                    assert result.is_error is not True and result.content[0].text == "answered"
+                assert spliced(gw) == before + 4 and front_of(gw).statistics()["calls_out"] == 0
+                assert gw.server_statistics()["s"].errors == 1
+                session = gw.host.servers["s"].live_session
+                assert session is not None
+                # The answers after the first to "error" and "reordered", dropped at the peer.
+                assert session.peer.statistics().unmatched_responses == 1 + 2
     assert await wait_gone(processes) == set()
 
 

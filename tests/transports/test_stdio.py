@@ -193,51 +193,58 @@ async def test_send_writes_one_compact_line() -> None:
 
 
 class _Tap:
-    """Takes the lines that mention ``"take"``; records what it saw."""
+    """Takes the lines that mention ``"take"``, wherever they are in a read
+    (``in_order``: only up to the first other line); records what it saw."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, in_order: bool) -> None:
+        self.in_order = in_order
         self.taken: list[bytes] = []
-        self.flushes: list[int] = []
+        self.reads: list[tuple[int, bool]] = []  # per read: lines offered, all ASCII
 
-    def take(self, line: bytes) -> bool:
-        if b'"take"' in line:
-            self.taken.append(line)
-            return True
-        return False
+    def take(self, lines: list[bytes], ascii: bool) -> list[bytes]:
+        self.reads.append((len(lines), ascii))
+        left = []
+        for n, line in enumerate(lines):
+            if b'"take"' in line:
+                self.taken.append(line)
+            elif self.in_order:
+                return lines[n:]
+            else:
+                left.append(line)
+        return left
 
-    def flush(self) -> None:
-        self.flushes.append(len(self.taken))
 
-
-async def test_a_tap_takes_the_lines_of_a_read_until_it_refuses_one() -> None:
+@pytest.mark.parametrize("in_order", [True, False])
+async def test_a_tap_takes_lines_of_a_read_and_the_stream_decodes_the_rest_in_order(in_order: bool) -> None:
     stream, w, r = _stream_pair()
-    tap = _Tap()
+    tap = _Tap(in_order=in_order)
     stream.set_tap(tap)
     try:
         take = b'{"jsonrpc":"2.0","method":"take","params":{"n":%d}}\n'
         other = b'{"jsonrpc":"2.0","method":"other","params":{"n":%d}}\n'
-        # One read: taken, taken, refused; the line after the refused one is decoded in order.
-        os.write(w, take % 1 + take % 2 + other % 3 + take % 4)
+        # One read: taken, taken, left, then a line the in-order tap leaves too; a blank line.
+        os.write(w, take % 1 + take % 2 + other % 3 + b"\n" + take % 4)
         with trio.fail_after(TIMEOUT):
-            third = await stream.receive()
-            fourth = await stream.receive()
-            assert tap.flushes == [2]  # once for the read, after its lines
-            os.write(w, take % 5 + other % 6)  # the next read: the tap again
-            sixth = await stream.receive()
-        assert [type(f) for f in (third, fourth, sixth)] == [Notification] * 3
-        assert [(f.method, bytes(f.params)) for f in (third, fourth, sixth)] == [
-            ("other", b'{"n":3}'),
-            ("take", b'{"n":4}'),
-            ("other", b'{"n":6}'),
+            frames = [await stream.receive()]
+            if in_order:
+                frames.append(await stream.receive())
+            assert tap.reads == [(5, True)]  # once for the read, every line of it
+            os.write(w, take % 5 + '{"jsonrpc":"2.0","method":"other","params":{"n":"é"}}\n'.encode())
+            frames.append(await stream.receive())  # the next read: the tap again
+        assert tap.reads == [(5, True), (2, False)]
+        assert [type(f) for f in frames] == [Notification] * len(frames)
+        decoded = [(f.method, bytes(f.params)) for f in frames]
+        assert decoded == [("other", b'{"n":3}')] + ([("take", b'{"n":4}')] if in_order else []) + [
+            ("other", '{"n":"é"}'.encode())
         ]
-        assert tap.taken == [(take % n).rstrip(b"\n") for n in (1, 2, 5)]
-        assert tap.flushes == [2, 3]
-        assert stream.statistics()["frames_in"] == 6
+        kept = (1, 2, 5) if in_order else (1, 2, 4, 5)
+        assert tap.taken == [(take % n).rstrip(b"\n") for n in kept]
+        assert stream.statistics()["frames_in"] == 6  # the blank line is no frame
         stream.set_tap(None)
         os.write(w, take % 7)
         with trio.fail_after(TIMEOUT):
             assert (await stream.receive()).method == "take"  # no tap: decoded
-        assert tap.flushes == [2, 3]
+        assert len(tap.reads) == 2
     finally:
         await stream.aclose()
         os.close(w)

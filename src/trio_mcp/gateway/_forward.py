@@ -61,7 +61,7 @@ from ..protocol import (
 from ..transports import MessageStream, TransportError
 from ._pacing import Deadlines, Writer
 from ._routes import Call, Route, Upstream, failed_call
-from ._splice import read_head, utf8
+from ._splice import SKIPPED, read_head, utf8
 
 if TYPE_CHECKING:
     from ..actors._server import ServerSession
@@ -123,12 +123,9 @@ class ForwardingStream:
         self._ready = False  # the session is initialized
         #: The time the current read began (the deadlines of its calls count from it).
         self._now = 0.0
-        # The byte path (see ._splice): the reads of the client's stream so far,
-        # whether a read is under way, the servers written to in it, the
-        # answers to write to the client.
+        # The byte path (see ._splice): the reads of the client's stream so
+        # far, the answers to write to the client.
         self._reads = 0
-        self._reading = False
-        self._touched: list[Upstream] = []
         self._answers: list[bytes] = []
         # statistics
         self._forwarded = 0
@@ -256,95 +253,72 @@ class ForwardingStream:
             return self._client_cancelled(frame.params)
         return False
 
-    def take(self, line: bytes) -> bool:
-        """A line of the client's stream (its tap, see :mod:`._splice`): a
-        plain call of a routed tool of a server with a tapped stream is
-        written to it as bytes, its id and tool name spliced in; False: the
-        line is decoded, and goes the frame path."""
+    def take(self, lines: list[bytes], ascii: bool) -> list[bytes]:
+        """The lines of a read of the client's stream (its tap, see
+        :mod:`._splice`): the plain calls of routed tools of servers with
+        tapped streams are written to them as bytes, their ids and tool names
+        spliced in, up to the first line that is not one; that line and the
+        rest are returned (decoded, they go the frame path)."""
         if not self._ready:
             session = self._session
             if not self._on or session is None or not session.initialized:
-                return False
+                return lines
             self._ready = True
-        try:
-            head = read_head(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return False
-        params = head.params
-        if (
-            head.method != "tools/call"
-            or head.jsonrpc != "2.0"
-            or params.meta is not UNSET  # a progress token (its relay is in order), the stateless era
-            or params.task is not UNSET
-            or head.result is not UNSET
-            or head.error is not UNSET
-            or not (line.isascii() or utf8(line))
-        ):
-            return False
-        if not self._reading:
-            self._reading = True
-            self._reads += 1
-            assert self._clock is not None
-            self._now = self._clock.current_time()
-        route = self._routes.get(params.name)
-        if route is None or route.checked != self._reads:
-            if route is None or not route.valid(self._gateway):
-                route = self._route(params.name)
-                if route is None:
-                    return False  # the handler path gives the answer
-            route.checked = self._reads  # nothing changes in the middle of a read
-        if route.tap is None:
-            return False
-        ident = head.id
+        assert self._clock is not None
+        self._now = now = self._clock.current_time()
+        self._reads = reads = self._reads + 1
+        routes = self._routes
         calls = self._calls
-        if ident in calls or len(calls) + len(self._writer.queue) >= self._capacity:
-            return False  # the frame path gives the error
-        call = Call(
-            self,
-            ident,
-            route,
-            None,
-            0,
-            self._now + route.timeout,
-            False,
-            b"%d" % ident if type(ident) is int else _encode(ident),
-        )
-        try:
-            call.backend_id = backend_id = route.peer.expect(call)
-        except McpError:
-            return False
-        route.tap.calls[backend_id] = call
-        upstream = route.upstream
-        lines = upstream.lines
-        if not lines:
-            self._touched.append(upstream)
-        arguments = params.arguments
-        if arguments is UNSET:
-            lines.append(
-                b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}}' % (backend_id, route.head)
-            )
-        else:
-            lines.append(
-                b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s,"arguments":%s}}'
-                % (backend_id, route.head, arguments)
-            )
-        calls[ident] = call
-        route.due.append(call)
-        route.counts.calls += 1
-        self._forwarded += 1
-        self._spliced += 1
-        return True
+        room = self._capacity - len(self._writer.queue)
+        taken = 0
+        for line in lines:
+            try:
+                head = read_head(line)
+            except SKIPPED:
+                break
+            if not ascii and not utf8(line):
+                break
+            params = head.params
+            route = routes.get(params.name)
+            if route is None or route.checked != reads:
+                route = self._check(params.name, reads, now)
+                if route is None:
+                    break  # the handler path (or the frame path) gives the answer
+            ident = head.id
+            if ident in calls or len(calls) >= room:
+                break  # the frame path gives the error
+            backend_id = next(route.ids)  # type: ignore[arg-type]
+            calls[ident] = call = Call(self, ident, route, None, backend_id, route.deadline)
+            route.calls[backend_id] = call  # type: ignore[index]
+            route.due.append(call)
+            arguments = params.arguments
+            if arguments is UNSET:
+                route.lines.append(route.format.replace(b',"arguments":%s', b"") % backend_id)
+            else:
+                route.lines.append(route.format % (backend_id, arguments))
+            taken += 1
+        if not taken:
+            return lines
+        self._forwarded += taken
+        self._spliced += taken
+        for upstream in self._upstreams.values():
+            if upstream.lines:
+                upstream.flush()
+        self._deadlines.settle()
+        return lines[taken:]
 
-    def flush(self) -> None:
-        """The lines of a read of the client were offered: the calls taken go to their servers."""
-        self._reading = False
-        touched = self._touched
-        if touched:
-            for upstream in touched:
-                upstream.writer.send_lines(upstream.lines)
-                upstream.lines = []
-            touched.clear()
-            self._deadlines.settle()
+    def _check(self, public: str, reads: int, now: float) -> Route | None:
+        """The route of ``public`` for the byte path in this read (checked once
+        per read: nothing changes in the middle of one); None: not this path."""
+        route = self._routes.get(public)
+        if route is None or not route.valid(self._gateway):
+            route = self._route(public)
+        if route is None or route.tap is None or route.tap.closed:
+            return None
+        route.checked = reads
+        route.ids = route.tap.ids
+        route.deadline = now + route.timeout
+        return route
 
     def _write_answers(self) -> None:
         """The answers the servers' taps spliced in one read of theirs, to the client."""
@@ -431,7 +405,7 @@ class ForwardingStream:
         if upstream is None or upstream.session is not backend:
             if upstream is not None:
                 upstream.writer.close()  # a session of the server's past life
-            upstream = self._upstreams[server] = Upstream(backend)
+            upstream = self._upstreams[server] = Upstream(backend, self._gateway.counts(server))
             assert self._nursery is not None
             self._nursery.start_soon(upstream.writer.run)
         if len(self._routes) >= _MAX_ROUTES:

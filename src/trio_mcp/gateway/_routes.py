@@ -15,6 +15,7 @@ import outcome
 from ..actors._client import ClientSession
 from ..actors._connection import Connection
 from ..protocol import CallToolResult, ErrorResponse, McpError, Response, TextContent
+from ._common import Counts
 from ._pacing import Deadlines, Writer
 from ._splice import BackendTap, backend_tap
 
@@ -36,15 +37,21 @@ class Route:
     """Where calls of one public tool name go, for one session of its server:
     what :meth:`ForwardingStream._forward` would otherwise look up per call.
     Valid while its server's session, tool list and configuration entry are
-    the ones it was made with (three identity checks per call)."""
+    the ones it was made with (three identity checks, once per read of the
+    client on the byte path)."""
 
     __slots__ = (
+        "calls",
         "checked",
         "conn",
         "counts",
+        "deadline",
         "due",
         "entry",
+        "format",
         "head",
+        "ids",
+        "lines",
         "peer",
         "public",
         "server",
@@ -74,14 +81,27 @@ class Route:
         self.tools = conn.tools
         self.entry = gateway.entries.get(server)
         self.timeout = gateway.call_timeout(server)
-        self.counts = gateway.counts(server)
+        self.counts = upstream.counts
         #: The params' JSON up to the tool's name.
         self.head = b'{"name":' + _encode(tool)
-        #: The server's stream tap (None: its answers come through its peer).
-        self.tap = upstream.tap
-        #: The deadline queue of its calls, and the read it was last checked in.
+        #: A call on the byte path: its id at the server and its arguments make the line.
+        self.format = (
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+            + self.head.replace(b"%", b"%%")
+            + b',"arguments":%s}}'
+        )
+        #: The server's stream tap (None: its answers come through its peer),
+        #: its table of calls, and (for the current read) its ids.
+        tap = self.tap = upstream.tap
+        self.calls = None if tap is None else tap.calls
+        self.ids = None if tap is None else tap.ids
+        #: The lines for the server read in this read of the client (the upstream's).
+        self.lines = upstream.lines
+        #: The deadline queue of its calls, the read it was last checked in
+        #: and the deadline of the calls of that read.
         self.due = deadlines.queue(self.timeout)
         self.checked = -1
+        self.deadline = 0.0
 
     def valid(self, gateway: Gateway) -> bool:
         """Its server's session, tool list and configuration entry are the ones it was made with."""
@@ -94,8 +114,8 @@ class Route:
     def forget(self, backend_id: int) -> None:
         """No answer to ``backend_id`` is awaited any more."""
         self.peer.forget(backend_id)
-        if self.tap is not None:
-            self.tap.calls.pop(backend_id, None)
+        if self.calls is not None:
+            self.calls.pop(backend_id, None)
 
 
 class Call(msgspec.Struct, eq=False):
@@ -110,8 +130,6 @@ class Call(msgspec.Struct, eq=False):
     backend_id: int = 0
     deadline: float = math.inf
     done: bool = False
-    #: The client's id as JSON (the byte path's).
-    front_json: bytes = b""
 
     def deliver(self, value: outcome.Outcome[Any]) -> None:
         """The server answered (or its session ended): the client's answer, with its id."""
@@ -145,13 +163,25 @@ class Call(msgspec.Struct, eq=False):
 
 class Upstream:
     """One server session as the forwarding path sees it: its peer, a writer,
-    its stream's tap and the calls for it read in this read of the client."""
+    its stream's tap, its counts and the calls for it read in this read of
+    the client (``lines``, written at the read's end)."""
 
-    __slots__ = ("lines", "peer", "session", "tap", "writer")
+    __slots__ = ("counts", "lines", "peer", "session", "tap", "writer")
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: ClientSession, counts: Counts) -> None:
         self.session = session
         self.peer = session.peer
         self.writer = Writer(session.peer.stream)
         self.tap: BackendTap | None = backend_tap(session.peer)
+        self.counts = counts
         self.lines: list[bytes] = []
+
+    def flush(self) -> None:
+        """Write the calls of this read to the server (the byte path)."""
+        lines = self.lines
+        n = len(lines)
+        self.counts.calls += n
+        self.writer.send_lines(lines)
+        lines.clear()
+        if self.tap is not None:
+            self.tap.issued_more(n)

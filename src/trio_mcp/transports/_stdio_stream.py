@@ -52,12 +52,12 @@ class LineTap(Protocol):
     """What :meth:`StdioStream.set_tap` takes: a reader of whole lines before
     they are decoded (a proxy passing messages on as bytes)."""
 
-    def take(self, line: bytes) -> bool:
-        """True: ``line`` (one message, no newline) is taken here and is no frame
-        (False: it and the rest of its read are decoded)."""
-
-    def flush(self) -> None:
-        """The lines of one read were offered: act on what was taken."""
+    def take(self, lines: list[bytes], ascii: bool) -> list[bytes]:
+        """The lines of one read, in order (messages without their newlines,
+        blank ones included; ``ascii``: every one is ASCII): act on the ones
+        taken here (no frames) and return the others, in their order, which
+        the stream decodes. A tap that must not let a line overtake an earlier
+        one returns every line from the first it does not take."""
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -151,11 +151,10 @@ class StdioStream:
         return self._tap
 
     def set_tap(self, tap: LineTap | None) -> None:
-        """Offer the lines of each read, in order, to ``tap.take`` before they
-        are decoded, until it refuses one (a line it takes is not a frame; the
-        lines from the one it refuses on are decoded, so no line overtakes an
-        earlier one), then call ``tap.flush()``; None: no tap. Lines read one
-        at a time (past ``max_line_bytes`` in one read) are not offered."""
+        """Offer the lines of each read to ``tap.take`` before they are decoded
+        (the lines it takes are no frames; the ones it returns are decoded, in
+        that order); None: no tap. Lines read one at a time (past
+        ``max_line_bytes`` in one read) are not offered."""
         self._tap = tap
 
     def receive_nowait(self) -> Frame:
@@ -209,26 +208,21 @@ class StdioStream:
                     chunk = view[:end].tobytes()
                 del buf[: end + 1]
                 self._scan = 0
-                decoder = decode_utf8 if chunk.isascii() else decode  # ASCII: checked once for all
+                ascii = chunk.isascii()
+                decoder = decode_utf8 if ascii else decode  # ASCII: checked once for all
                 append = frames.append
-                take = None if self._tap is None else self._tap.take
-                taken = 0
-                for line in chunk.split(b"\n"):
+                lines = chunk.split(b"\n")
+                if self._tap is not None:
+                    offered = len(lines)
+                    lines = self._tap.take(lines, ascii)
+                    self._frames_in += offered - len(lines)
+                for line in lines:
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
-                    if take is not None:
-                        if take(line):
-                            taken += 1
-                            continue
-                        take = None  # the rest of the read is decoded: the lines keep their order
                     frame = decoder(line)
                     if type(frame) is InvalidMessage:
                         frame = self._invalid_frame(frame, line)
                     append(frame)
-                if taken:
-                    self._frames_in += taken
-                if self._tap is not None:
-                    self._tap.flush()
                 if frames:
                     self._frames_in += len(frames)
                     return frames.popleft()
