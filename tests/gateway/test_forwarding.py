@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from tests.gateway.test_fleet import FOREVER, probe
@@ -329,12 +330,13 @@ async def test_answers_on_the_byte_path_that_are_not_plain_results_get_the_frame
                 assert (raised.value.code, raised.value.message, raised.value.data) == (-32000, "odd", [1])
                 result = await client.call_tool("s__odd", {"kind": "reordered"})
                 assert result.content[0].text == "reordered"
-                # An error that is not one, a result that is not UTF-8: not answers (the
-                # peer logs them); the call stays out and its server's next answer ends it.
-                for kind in ("not an error", "not UTF-8"):
+                # A notification (the peer's), an error that is not one, a result that is not
+                # UTF-8: not answers (the peer logs them); the call stays out and its
+                # server's next answer ends it.
+                for kind in ("notice", "not an error", "not UTF-8"):
                     result = await client.call_tool("s__odd", {"kind": kind})
                     assert result.is_error is not True and result.content[0].text == "answered"
-                assert spliced(gw) == before + 4 and front_of(gw).statistics()["calls_out"] == 0
+                assert spliced(gw) == before + 5 and front_of(gw).statistics()["calls_out"] == 0
                 assert gw.server_statistics()["s"].errors == 1
                 session = gw.host.servers["s"].live_session
                 assert session is not None
@@ -434,4 +436,71 @@ async def test_calls_on_the_byte_path_the_client_cancels_are_cancelled_at_the_se
             stats = front_of(gw).statistics()
             assert results == []
             assert stats["calls_cancelled"] == blocked and stats["calls_out"] == 0
+    assert await wait_gone(processes) == set()
+
+
+CALL = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"b__running","arguments":{"n":0}}}\n'
+
+
+async def test_calls_read_with_blank_lines_and_other_messages_are_each_answered(processes: set[int]) -> None:
+    config = {"mcpServers": {"b": {"command": sys.executable, "args": [BURST]}}}
+    to_gateway, from_client = os.pipe()
+    to_client, from_gateway = os.pipe()
+    ours = StdioStream(to_gateway, from_gateway, name="front")
+    theirs = StdioStream(to_client, from_client, name="client")  # a client writing lines as they are
+
+    async def answers(n: int) -> dict[Any, Any]:
+        got = [await theirs.receive() for _ in range(n)]
+        return {m.id: msgspec.json.decode(m.result) for m in got}
+
+    try:
+        with trio.fail_after(TIMEOUT), collapse_groups():
+            async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
+                processes.update(children(os.getpid()))
+                async with gw.running(), trio.open_nursery() as nursery:
+                    await gw.start_session(ours, nursery)
+                    await theirs.send_raw(
+                        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+                        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}\n'
+                    )
+                    await answers(1)
+                    await theirs.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+                    await theirs.send_raw(CALL % 1)
+                    await answers(1)
+                    before, forwarded = spliced(gw), front_of(gw).statistics()["calls_forwarded"]
+                    # One read (one write under PIPE_BUF): calls around blank lines, all taken.
+                    await theirs.send_raw(CALL % 2 + b"\n \t\n" + CALL % 3 + b"\n")
+                    got = await answers(2)
+                    assert spliced(gw) == before + 2
+                    # A ping among them: the calls before it are taken, it and the rest decoded
+                    # (in order: the frame path takes the calls after it).
+                    await theirs.send_raw(CALL % 4 + b'{"jsonrpc":"2.0","id":5,"method":"ping"}\n' + CALL % 6)
+                    got |= await answers(3)
+                    assert spliced(gw) == before + 3
+                    assert front_of(gw).statistics()["calls_forwarded"] == forwarded + 4
+                    # A blank line first and a call whose id is out already: the first call
+                    # is taken, the second decoded (the frame path answers that id is out).
+                    await theirs.send_raw(b"\n" + CALL % 7 + CALL % 7)
+                    dup, first = sorted(
+                        [await theirs.receive() for _ in range(2)], key=lambda m: type(m).__name__
+                    )
+                    assert (type(dup).__name__, dup.id, type(first).__name__, first.id) == (
+                        "ErrorResponse",
+                        7,
+                        "Response",
+                        7,
+                    )
+                    assert dup.error.message == "Duplicate request id 7"
+                    await theirs.send_raw(CALL % 8)
+                    assert list(await answers(1)) == [8]  # nothing else came for 7
+                    assert spliced(gw) == before + 5
+                    assert got.pop(5) == {}
+                    assert got == {
+                        i: {"content": [{"type": "text", "text": "0"}], "structuredContent": {"result": 0}}
+                        for i in (2, 3, 4, 6)
+                    }
+                    nursery.cancel_scope.cancel()
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
     assert await wait_gone(processes) == set()

@@ -118,9 +118,9 @@ async def test_lines_sent_at_once_in_atomic_pieces_and_the_rest_by_the_writer() 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(writer.run)
-            writer.send_lines(lines[:3])  # under PIPE_BUF: written now
+            writer.send_data(b"".join(line + b"\n" for line in lines[:3]))  # under PIPE_BUF: written now
             assert writer.queue == []
-            writer.send_lines(lines[3:])  # the long line and what follows wait for the writer
+            writer.send_data(b"".join(line + b"\n" for line in lines[3:]))  # the long line and the rest wait
             assert len(writer.queue) == 1
             got = [await reader.receive() for _ in lines]
             writer.close()

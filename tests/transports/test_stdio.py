@@ -201,17 +201,18 @@ class _Tap:
         self.taken: list[bytes] = []
         self.reads: list[tuple[int, bool]] = []  # per read: lines offered, all ASCII
 
-    def take(self, lines: list[bytes], ascii: bool) -> list[bytes]:
+    def take(self, chunk: bytes, ascii: bool) -> tuple[int, list[bytes]]:
+        lines = chunk.split(b"\n")
         self.reads.append((len(lines), ascii))
         left = []
         for n, line in enumerate(lines):
             if b'"take"' in line:
                 self.taken.append(line)
             elif self.in_order:
-                return lines[n:]
+                return n, lines[n:]
             else:
                 left.append(line)
-        return left
+        return len(lines) - len(left), left
 
 
 @pytest.mark.parametrize("in_order", [True, False])

@@ -18,8 +18,11 @@ in the session's read loop, and never reaches a handler worker:
   same way (one write per scheduling turn, or at once when alone).
 
 Over stdio both ways, such a call and its answer do not even become frames:
-the streams' taps take them as lines and pass them on as bytes, their ids
-(and the tool's name) spliced in (:mod:`._splice`, :meth:`ForwardingStream.take`).
+the streams' taps take them as lines, read only as headers (the arguments and
+the result kept as the JSON they came as), and pass them on with their ids
+(and the tool's name) set: the lines of a read are decoded in one call and
+the lines for each side written as JSON lines made in one call
+(:mod:`._splice`, :meth:`ForwardingStream.take`).
 
 The rules of the handler path hold: every call has a deadline (the server's
 timeout; a FIFO queue of deadlines per timeout and one timer task per
@@ -56,12 +59,13 @@ from ..protocol import (
     Response,
     ServerOverloaded,
     coerce,
+    encode_lines,
     error_response,
 )
 from ..transports import MessageStream, TransportError
 from ._pacing import Deadlines, Writer
 from ._routes import Call, Route, Upstream, failed_call
-from ._splice import SKIPPED, read_head, utf8
+from ._splice import Answer, messages, read_heads
 
 if TYPE_CHECKING:
     from ..actors._server import ServerSession
@@ -126,7 +130,7 @@ class ForwardingStream:
         # The byte path (see ._splice): the reads of the client's stream so
         # far, the answers to write to the client.
         self._reads = 0
-        self._answers: list[bytes] = []
+        self._answers: list[Answer] = []
         # statistics
         self._forwarded = 0
         self._spliced = 0
@@ -253,17 +257,18 @@ class ForwardingStream:
             return self._client_cancelled(frame.params)
         return False
 
-    def take(self, lines: list[bytes], ascii: bool) -> list[bytes]:
-        """The lines of a read of the client's stream (its tap, see
+    def take(self, chunk: bytes, ascii: bool) -> tuple[int, list[bytes]]:
+        """The complete lines of a read of the client's stream (its tap, see
         :mod:`._splice`): the plain calls of routed tools of servers with
-        tapped streams are written to them as bytes, their ids and tool names
-        spliced in, up to the first line that is not one; that line and the
-        rest are returned (decoded, they go the frame path)."""
+        tapped streams go to them, their ids and tool names set, up to the
+        first line that is not one; that line and the rest are returned
+        (decoded, they go the frame path)."""
         if not self._ready:
             session = self._session
             if not self._on or session is None or not session.initialized:
-                return lines
+                return 0, chunk.split(b"\n")
             self._ready = True
+        heads, lines = read_heads(chunk, ascii)
         assert self._clock is not None
         self._now = now = self._clock.current_time()
         self._reads = reads = self._reads + 1
@@ -271,13 +276,7 @@ class ForwardingStream:
         calls = self._calls
         room = self._capacity - len(self._writer.queue)
         taken = 0
-        for line in lines:
-            try:
-                head = read_head(line)
-            except SKIPPED:
-                break
-            if not ascii and not utf8(line):
-                break
+        for head in heads:
             params = head.params
             route = routes.get(params.name)
             if route is None or route.checked != reads:
@@ -288,24 +287,23 @@ class ForwardingStream:
             if ident in calls or len(calls) >= room:
                 break  # the frame path gives the error
             backend_id = next(route.ids)  # type: ignore[arg-type]
-            calls[ident] = call = Call(self, ident, route, None, backend_id, route.deadline)
+            calls[ident] = call = Call(self, ident, route, None, backend_id, route.deadline, False)
             route.calls[backend_id] = call  # type: ignore[index]
             route.due.append(call)
-            arguments = params.arguments
-            if arguments is UNSET:
-                route.lines.append(route.format.replace(b',"arguments":%s', b"") % backend_id)
-            else:
-                route.lines.append(route.format % (backend_id, arguments))
+            head.id = backend_id  # the call as its server gets it: its id, its tool's name there
+            params.name = route.tool
+            route.heads.append(head)
             taken += 1
-        if not taken:
-            return lines
-        self._forwarded += taken
-        self._spliced += taken
-        for upstream in self._upstreams.values():
-            if upstream.lines:
-                upstream.flush()
-        self._deadlines.settle()
-        return lines[taken:]
+        if taken:
+            self._forwarded += taken
+            self._spliced += taken
+            for upstream in self._upstreams.values():
+                if upstream.heads:
+                    upstream.flush()
+            self._deadlines.settle()
+            if lines is None and taken == len(heads):
+                return taken, []
+        return taken, (messages(chunk) if lines is None else lines)[taken:]
 
     def _check(self, public: str, reads: int, now: float) -> Route | None:
         """The route of ``public`` for the byte path in this read (checked once
@@ -321,9 +319,9 @@ class ForwardingStream:
         return route
 
     def _write_answers(self) -> None:
-        """The answers the servers' taps spliced in one read of theirs, to the client."""
-        lines, self._answers = self._answers, []
-        self._writer.send_lines(lines)
+        """The answers the servers' taps took in one read of theirs, to the client (one write)."""
+        answers, self._answers = self._answers, []
+        self._writer.send_data(encode_lines(answers))
 
     def _forward(self, req: Request) -> bool:
         params = req.params

@@ -46,27 +46,26 @@ class Writer:
             self._task = None
             trio.lowlevel.reschedule(task)
 
-    def send_lines(self, lines: list[bytes]) -> None:
-        """Send ``lines`` (messages as JSON, without newlines), at once where
-        the stream can (in pieces of at most ``PIPE_BUF`` bytes, each written
-        whole or not at all), else by the writer task."""
-        if self.closed:
+    def send_data(self, data: bytes) -> None:
+        """Send ``data`` (messages as JSON lines, each ending in a newline), at
+        once where the stream can (in pieces of at most ``PIPE_BUF`` bytes,
+        each written whole or not at all), else by the writer task."""
+        if self.closed or not data:
             return
-        data = b"\n".join(lines)
         nowait = self._nowait
+        view = memoryview(data)[:-1]  # the stream ends each message with a newline
         if nowait is not None and not self.queue and not self._busy:
-            pos, end = 0, len(data)
+            pos, end = 0, len(view)
             while end - pos >= _ATOMIC:
                 cut = data.rfind(b"\n", pos, pos + _ATOMIC)
-                if cut < pos or not nowait(Raw(data[pos:cut])):
+                if cut < pos or not nowait(Raw(view[pos:cut])):
                     break  # a line longer than an atomic write, or the pipe is full
                 pos = cut + 1
             else:
-                if nowait(Raw(data[pos:] if pos else data)):
+                if nowait(Raw(view[pos:])):
                     return
-            if pos:
-                data = data[pos:]
-        self.queue.append(Raw(data))
+            view = view[pos:]
+        self.queue.append(Raw(view))
         self._wake()
 
     def close(self) -> None:
@@ -167,12 +166,11 @@ class Deadlines:
         return queue
 
     def settle(self) -> None:
-        """Calls were appended to queues (see :meth:`queue`): drop finished
-        ones at the heads, compact, and wake the timer if it sleeps past one."""
+        """Calls were appended to queues (see :meth:`queue`): compact them
+        (finished calls left at a head wait for the timer, which wakes for the
+        head and drops them) and wake the timer if it sleeps past a head."""
         limit = 2 * self._live() + 64
         for queue in self._queues.values():
-            while queue and queue[0].done:
-                queue.popleft()
             if len(queue) > limit:
                 self._compact(queue)
             if queue and queue[0].deadline < self._armed and self._scope is not None:

@@ -14,10 +14,10 @@ import outcome
 
 from ..actors._client import ClientSession
 from ..actors._connection import Connection
-from ..protocol import CallToolResult, ErrorResponse, McpError, Response, TextContent
+from ..protocol import CallToolResult, ErrorResponse, McpError, Response, TextContent, encode_lines
 from ._common import Counts
 from ._pacing import Deadlines, Writer
-from ._splice import BackendTap, backend_tap
+from ._splice import ISSUED, BackendTap, Head, backend_tap
 
 if TYPE_CHECKING:
     from ._forward import ForwardingStream
@@ -48,16 +48,16 @@ class Route:
         "deadline",
         "due",
         "entry",
-        "format",
         "head",
+        "heads",
         "ids",
-        "lines",
         "peer",
         "public",
         "server",
         "session",
         "tap",
         "timeout",
+        "tool",
         "tools",
         "upstream",
     )
@@ -82,21 +82,16 @@ class Route:
         self.entry = gateway.entries.get(server)
         self.timeout = gateway.call_timeout(server)
         self.counts = upstream.counts
-        #: The params' JSON up to the tool's name.
+        #: The tool's name at its server, and the params' JSON up to it.
+        self.tool = tool
         self.head = b'{"name":' + _encode(tool)
-        #: A call on the byte path: its id at the server and its arguments make the line.
-        self.format = (
-            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
-            + self.head.replace(b"%", b"%%")
-            + b',"arguments":%s}}'
-        )
         #: The server's stream tap (None: its answers come through its peer),
         #: its table of calls, and (for the current read) its ids.
         tap = self.tap = upstream.tap
         self.calls = None if tap is None else tap.calls
         self.ids = None if tap is None else tap.ids
-        #: The lines for the server read in this read of the client (the upstream's).
-        self.lines = upstream.lines
+        #: The calls for the server read in this read of the client (the upstream's).
+        self.heads = upstream.heads
         #: The deadline queue of its calls, the read it was last checked in
         #: and the deadline of the calls of that read.
         self.due = deadlines.queue(self.timeout)
@@ -164,9 +159,9 @@ class Call(msgspec.Struct, eq=False):
 class Upstream:
     """One server session as the forwarding path sees it: its peer, a writer,
     its stream's tap, its counts and the calls for it read in this read of
-    the client (``lines``, written at the read's end)."""
+    the client (``heads``, written at the read's end)."""
 
-    __slots__ = ("counts", "lines", "peer", "session", "tap", "writer")
+    __slots__ = ("counts", "heads", "peer", "session", "tap", "writer")
 
     def __init__(self, session: ClientSession, counts: Counts) -> None:
         self.session = session
@@ -174,14 +169,17 @@ class Upstream:
         self.writer = Writer(session.peer.stream)
         self.tap: BackendTap | None = backend_tap(session.peer)
         self.counts = counts
-        self.lines: list[bytes] = []
+        self.heads: list[Head] = []
 
     def flush(self) -> None:
         """Write the calls of this read to the server (the byte path)."""
-        lines = self.lines
-        n = len(lines)
+        heads = self.heads
+        n = len(heads)
         self.counts.calls += n
-        self.writer.send_lines(lines)
-        lines.clear()
-        if self.tap is not None:
-            self.tap.issued_more(n)
+        self.writer.send_data(encode_lines(heads))
+        heads.clear()
+        tap = self.tap
+        if tap is not None:
+            tap.issued += n
+            if tap.issued > ISSUED:
+                tap.restart()

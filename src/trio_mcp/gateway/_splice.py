@@ -1,24 +1,31 @@
 """The byte path of the forwarding path (:mod:`._forward`), over stdio both
-ways: a plain ``tools/call`` read from the client is passed to its server as
-bytes, and the server's answer to it back to the client, as bytes.
+ways: a plain ``tools/call`` read from the client is passed to its server
+with its arguments as the client's bytes, and the server's answer to it back
+to the client with its result as the server's bytes.
 
-Both stdio streams hand the lines of each read to a tap before they decode
-them (:meth:`StdioStream.set_tap <trio_mcp.transports.StdioStream.set_tap>`):
+Both stdio streams hand the complete lines of each read to a tap before they
+decode them (:meth:`StdioStream.set_tap <trio_mcp.transports.StdioStream.set_tap>`):
 
 * the client's stream, to its :class:`ForwardingStream
-  <._forward.ForwardingStream>` (``take``): a line that is a plain call of a
-  routed tool is read as a header (:class:`Head`: the id, the tool's name;
-  the arguments kept as the client's JSON, unread) and written to its server
-  with the server's id and tool name spliced in; the calls of one read go to
-  each server in one write. The first line it does not take and the lines
-  after it are decoded by the stream (none overtakes an earlier one: a
-  cancellation reaches a server before the calls read after it);
-* a server's stream, to its :class:`BackendTap`: an answer to one of those
-  calls, wherever it is in the read, is read as a header (:class:`Answer`:
-  the id; the result kept as the server's JSON) and written to its client
-  with the client's id spliced in; the answers of one read go to each client
-  in one write. The other lines are decoded by the stream, in their order,
-  for the server's peer.
+  <._forward.ForwardingStream>` (``take``): the read's lines are read as
+  headers in one call (:class:`Head`: the id, the tool's name; the arguments
+  kept as the client's JSON, unread), and each plain call of a routed tool
+  gets the server's id and tool name; the calls of one read go to each server
+  as JSON lines made in one call, in one write. The first line that is not
+  such a call and the lines after it are decoded by the stream (none
+  overtakes an earlier one: a cancellation reaches a server before the calls
+  read after it);
+* a server's stream, to its :class:`BackendTap`: the read's lines are read
+  as answers in one call (:class:`Answer`: the id; the result kept as the
+  server's JSON), and each answer to one of the tap's calls, wherever it is
+  in the read, gets its client's id; the answers of one read go to each
+  client in the same way. The other lines are decoded by the stream, in their
+  order, for the server's peer.
+
+A read with a line the headers do not fit (a call with a progress token, a
+task or anything else, invalid UTF-8, a notification) is read one line at a
+time: the lines that fit still take this path (on the client's side, up to
+the first that does not).
 
 The calls on this path are the tap's own: their ids at the server are the
 tap's (from :data:`FIRST_ID` up, apart from the ids of the peer's own
@@ -27,11 +34,10 @@ The tap is one entry at the peer (:meth:`Peer.expect
 <trio_mcp.actors._peer.Peer.expect>`), under an id never sent: when the
 session ends, the peer fails it, and the tap fails every call still out.
 
-A line the headers do not fit (a call with a progress token, a task or
-anything else, invalid UTF-8, an answer with an error that is not one) takes
-the frame path of :mod:`._forward` or the handler path, which give the same
-answers as without taps; an answer to one of the tap's calls that does not fit
-is decoded here and delivered as the peer would have.
+What this path leaves takes the frame path of :mod:`._forward` or the
+handler path, which give the same answers as without taps; an answer to one
+of the tap's calls that is not a plain result or a JSON-RPC error is decoded
+here and delivered as the peer would have.
 """
 
 from __future__ import annotations
@@ -51,20 +57,30 @@ if TYPE_CHECKING:
     from ._forward import ForwardingStream
     from ._routes import Call
 
-__all__ = ["FIRST_ID", "Answer", "BackendTap", "Head", "backend_tap", "read_answer", "read_head", "utf8"]
+__all__ = [
+    "FIRST_ID",
+    "ISSUED",
+    "Answer",
+    "BackendTap",
+    "Head",
+    "backend_tap",
+    "read_answer",
+    "read_head",
+    "utf8",
+]
 
 #: What a line that does not fit a header raises.
 SKIPPED: Final = (msgspec.DecodeError, msgspec.ValidationError)
-_LEFT: Final = (msgspec.DecodeError, msgspec.ValidationError, KeyError)
 
 #: The first id of the tap's calls at a server, and the one past the last: a
 #: range no peer reaches with its own requests, below 2**31 (servers that keep
 #: ids in 32 bits).
 FIRST_ID: Final = 1 << 30
-_END_ID: Final = (1 << 31) - 1
+#: Ids a tap issues before it starts again at FIRST_ID (its writer counts them).
+ISSUED: Final = (1 << 30) - (1 << 20)
 
 
-class _Params(msgspec.Struct, forbid_unknown_fields=True):
+class _Params(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """``tools/call`` params as a proxy reads them: the arguments unread,
     nothing else (a progress token, a task: not this path)."""
 
@@ -72,7 +88,7 @@ class _Params(msgspec.Struct, forbid_unknown_fields=True):
     arguments: Raw | UnsetType = UNSET
 
 
-class Head(msgspec.Struct, forbid_unknown_fields=True):
+class Head(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A plain ``tools/call`` request line as a proxy reads it (any other line does not fit)."""
 
     jsonrpc: Literal["2.0"]
@@ -81,12 +97,12 @@ class Head(msgspec.Struct, forbid_unknown_fields=True):
     params: _Params
 
 
-class Answer(msgspec.Struct, forbid_unknown_fields=True):
+class Answer(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """An answer to one of the tap's calls as a proxy reads it: the result or
     error unread (a request, a notification, another id type: does not fit)."""
 
     jsonrpc: Literal["2.0"]
-    id: int
+    id: int | str
     result: Raw | UnsetType = UNSET
     error: Raw | UnsetType = UNSET
 
@@ -101,10 +117,6 @@ class _Error(msgspec.Struct):
 read_head: Final = msgspec.json.Decoder(Head).decode
 read_answer: Final = msgspec.json.Decoder(Answer).decode
 _read_error: Final = msgspec.json.Decoder(_Error).decode
-_encode: Final = msgspec.json.Encoder().encode
-
-_RESULT: Final = b'{"jsonrpc":"2.0","id":%d,"result":%s}'
-_ERROR: Final = b'{"jsonrpc":"2.0","id":%d,"error":%s}'
 
 
 def utf8(line: bytes) -> bool:
@@ -129,7 +141,7 @@ class BackendTap:
     def __init__(self, peer: Peer) -> None:
         self.peer = peer
         self.calls: dict[int, Call] = {}
-        #: The ids of the calls at the server (see :meth:`issue`).
+        #: The ids of the calls at the server, and how many were taken (see :meth:`restart`).
         self.ids = itertools.count(FIRST_ID)
         self.issued = 0
         #: The peer's session ended (its calls were failed).
@@ -138,74 +150,65 @@ class BackendTap:
         self._fronts: list[ForwardingStream] = []
         peer.expect(self)  # the session's end reaches the tap: see deliver
 
-    def issued_more(self, n: int) -> None:
-        """``n`` more ids were taken from :attr:`ids`: start again at
-        :data:`FIRST_ID` before the range ends (a call out that long ago
-        would have passed its deadline)."""
-        self.issued += n
-        if self.issued > _END_ID - FIRST_ID - (1 << 20):
-            self.issued = 0
-            self.ids = itertools.count(FIRST_ID)
+    def restart(self) -> None:
+        """More than :data:`ISSUED` ids were taken from :attr:`ids`: start
+        again at :data:`FIRST_ID` before the range ends (a call out that long
+        ago has passed its deadline)."""
+        self.issued = 0
+        self.ids = itertools.count(FIRST_ID)
 
-    def take(self, lines: list[bytes], ascii: bool) -> list[bytes]:
-        """The answers to the tap's calls in ``lines`` (one read of the
+    def take(self, chunk: bytes, ascii: bool) -> tuple[int, list[bytes]]:
+        """The answers to the tap's calls in ``chunk`` (one read of the
         server), to their clients; the other lines returned, in order."""
         calls = self.calls
         if not calls:
-            return lines
+            return 0, chunk.split(b"\n")
+        lines: list[bytes] | None = None
+        whole = ascii or utf8(chunk)
+        answers = _answers(chunk) if whole else None
+        if answers is None:  # one line at a time (one that is not UTF-8: the peer's)
+            lines = chunk.split(b"\n")
+            answers = [_answer(line) if whole or utf8(line) else _NO_ANSWER for line in lines]
         left: list[bytes] = []
         fronts = self._fronts
-        for line in lines:
-            try:
-                answer = read_answer(line)
-                call = calls.pop(answer.id)
-            except _LEFT:
-                left.append(line)  # not an answer to one of ours: the peer's
-                continue
-            result = answer.result
-            ident = call.front_id
-            if result is not UNSET and answer.error is UNSET and (ascii or utf8(line)):
-                if type(ident) is int:
-                    body = _RESULT % (ident, result)
-                else:
-                    body = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (_encode(ident), result)
-            else:
-                odd = self._odd(call, answer, line)
-                if odd is None:
-                    left.append(line)
-                if type(odd) is not bytes:
+        for i, answer in enumerate(answers):
+            call = calls.pop(answer.id, None)  # type: ignore[arg-type]
+            if call is None or answer.result is UNSET or answer.error is not UNSET:
+                if lines is None:
+                    lines = messages(chunk)
+                odd = None if call is None else self._odd(call, answer, lines[i])
+                if call is None or not odd:
+                    if odd is None:
+                        left.append(lines[i])  # not an answer to one of ours: the peer's
                     continue
-                body = odd
             call.done = True
             front = call.front
+            ident = call.front_id
             front._calls.pop(ident, None)
+            answer.id = ident  # the answer as its client gets it: its id
             out = front._answers
             if not out:
                 fronts.append(front)
-            out.append(body)
+            out.append(answer)
         if fronts:
             for front in fronts:
                 front._write_answers()
             fronts.clear()
-        return left
+        return len(answers) - len(left), left
 
-    def _odd(self, call: Call, answer: Answer, line: bytes) -> bytes | bool | None:
-        """An answer to ``call`` that is not a plain result: an error, as
-        bytes for its client, when it is one; else what the peer would
-        deliver, delivered (True); None (the call is out again): not an
-        answer, the peer logs it."""
+    def _odd(self, call: Call, answer: Answer, line: bytes) -> bool | None:
+        """An answer to ``call`` that is not a plain result: True, an error
+        passed on as it came; False, delivered as the peer would have; None
+        (the call is out again): not an answer, the peer logs it."""
         error = answer.error
-        if answer.result is UNSET and error is not UNSET and utf8(line) and _valid_error(error):
+        if answer.result is UNSET and error is not UNSET and _valid_error(error):
             call.route.counts.errors += 1
-            ident = call.front_id
-            if type(ident) is int:
-                return _ERROR % (ident, error)
-            return b'{"jsonrpc":"2.0","id":%s,"error":%s}' % (_encode(ident), error)
+            return True
         frame = decode(line)
         if type(frame) is Response or type(frame) is ErrorResponse:
             call.deliver(outcome.Value(frame))
-            return True
-        self.calls[answer.id] = call
+            return False
+        self.calls[answer.id] = call  # type: ignore[index]
         return None
 
     def deliver(self, value: outcome.Outcome[Any]) -> None:
@@ -215,6 +218,58 @@ class BackendTap:
         self.calls.clear()
         for call in calls:
             call.deliver(value)
+
+
+#: JSON's whitespace on a line (a line of nothing else is blank: no message).
+_BLANK: Final = b" \t\r"
+#: What a line that is not an answer reads as (no call has its id).
+_NO_ANSWER: Final = Answer("2.0", -1)
+_read_answers: Final = msgspec.json.Decoder(Answer).decode_lines
+_read_heads: Final = msgspec.json.Decoder(Head).decode_lines
+
+
+def _answer(line: bytes) -> Answer:
+    try:
+        return read_answer(line)
+    except SKIPPED:
+        return _NO_ANSWER
+
+
+def _answers(chunk: bytes) -> list[Answer] | None:
+    """Every line of ``chunk`` as an answer (blank lines skipped), or None (a line is not one)."""
+    try:
+        return _read_answers(chunk)
+    except SKIPPED:
+        return None
+
+
+def messages(chunk: bytes) -> list[bytes]:
+    """The lines of ``chunk`` that are not blank (one per message the JSON
+    lines decoders read from it, in order)."""
+    return [line for line in chunk.split(b"\n") if line.strip(_BLANK)]
+
+
+def read_heads(chunk: bytes, ascii: bool) -> tuple[list[Head], list[bytes] | None]:
+    """The plain calls at the start of ``chunk`` (the complete lines of a
+    read; ``ascii``: all of it is ASCII): every message's (and None) when
+    all are plain calls (blank lines skipped); else those before the first
+    line that is not, and the lines."""
+    if ascii or utf8(chunk):
+        try:
+            return _read_heads(chunk), None
+        except SKIPPED:
+            pass
+    lines = chunk.split(b"\n")
+    heads = []
+    for line in lines:
+        try:
+            head = read_head(line)
+        except SKIPPED:
+            break
+        if not (ascii or utf8(line)):
+            break
+        heads.append(head)
+    return heads, lines
 
 
 def _valid_error(error: Raw) -> bool:

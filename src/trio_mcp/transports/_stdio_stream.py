@@ -52,12 +52,13 @@ class LineTap(Protocol):
     """What :meth:`StdioStream.set_tap` takes: a reader of whole lines before
     they are decoded (a proxy passing messages on as bytes)."""
 
-    def take(self, lines: list[bytes], ascii: bool) -> list[bytes]:
-        """The lines of one read, in order (messages without their newlines,
-        blank ones included; ``ascii``: every one is ASCII): act on the ones
-        taken here (no frames) and return the others, in their order, which
-        the stream decodes. A tap that must not let a line overtake an earlier
-        one returns every line from the first it does not take."""
+    def take(self, chunk: bytes, ascii: bool) -> tuple[int, list[bytes]]:
+        """The complete lines of one read (``chunk``: messages, each but the
+        last followed by a newline, blank lines included; ``ascii``: all of it
+        is ASCII): act on the messages taken here (no frames) and return how
+        many they are and the other lines, in their order, which the stream
+        decodes. A tap that must not let a line overtake an earlier one
+        returns every line from the first it does not take."""
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -151,9 +152,9 @@ class StdioStream:
         return self._tap
 
     def set_tap(self, tap: LineTap | None) -> None:
-        """Offer the lines of each read to ``tap.take`` before they are decoded
-        (the lines it takes are no frames; the ones it returns are decoded, in
-        that order); None: no tap. Lines read one at a time (past
+        """Offer the complete lines of each read to ``tap.take`` before they
+        are decoded (the messages it takes are no frames; the lines it returns
+        are decoded, in that order); None: no tap. Lines read one at a time (past
         ``max_line_bytes`` in one read) are not offered."""
         self._tap = tap
 
@@ -211,11 +212,13 @@ class StdioStream:
                 ascii = chunk.isascii()
                 decoder = decode_utf8 if ascii else decode  # ASCII: checked once for all
                 append = frames.append
-                lines = chunk.split(b"\n")
-                if self._tap is not None:
-                    offered = len(lines)
-                    lines = self._tap.take(lines, ascii)
-                    self._frames_in += offered - len(lines)
+                if self._tap is None:
+                    lines = chunk.split(b"\n")
+                else:
+                    taken, lines = self._tap.take(chunk, ascii)
+                    self._frames_in += taken
+                    if not lines and not buf:
+                        return None  # all taken, nothing more read
                 for line in lines:
                     if len(line) < 8 and (not line or line.isspace()):
                         continue  # a blank line
