@@ -5,6 +5,8 @@
     .venv/bin/python benchmarks/bench_stdio_neutral.py --rounds 5 --seconds 5
     .venv/bin/python benchmarks/bench_stdio_neutral.py --json    # one JSON document instead of the tables
     .venv/bin/python benchmarks/bench_stdio_neutral.py --targets trio-mcp,ts-sdk --concurrency 64
+    .venv/bin/python benchmarks/bench_stdio_neutral.py --targets trio-mcp,gateway,gateway-base,relay \
+        --base-src ../main/src                                  # this gateway against another checkout's
 
 The driver (``drivers/stdio_driver.mjs``) spawns each server and writes raw
 JSON-RPC lines to its stdin and reads lines from its stdout (no MCP client
@@ -24,6 +26,12 @@ rotated every round, each serving ``echo(text)``:
   (one task: a read, msgspec decoding of its lines, one write of their answers;
   no MCP): the floor of our stack, what trio and msgspec alone do against the
   TypeScript SDK (``floor/ts``) and how much of it our server keeps (``ours/floor``).
+
+Run only when named: ``gateway`` (our echo server behind ``trio-mcp gateway``),
+``relay`` (behind ``servers/trio_relay.py``, which only copies lines) and
+``gateway-base`` (``gateway`` importing ``trio_mcp`` from ``--base-src``, another
+checkout's ``src``: a change against its base in one run); their server CPU is
+the front process's alone.
 
 Per server and round: ``--spawns`` spawn -> initialize answered timings (each
 process then closed), then one process: initialize + notifications/initialized,
