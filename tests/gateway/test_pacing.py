@@ -2,7 +2,7 @@
 their deadline, in deadline order across timeouts, never once finished; a
 finished call costs nothing until it reaches the head of its queue, and the
 queues stay bounded by the calls still out; and the writer of the byte
-path (``Writer.send_lines``): lines written at once in atomic pieces, the
+path (``Writer.send_data``): lines written at once in atomic pieces, the
 rest in order by its task."""
 
 from __future__ import annotations
