@@ -130,7 +130,15 @@ BASE = " (base)"
 LEASE = ("--lease-ttl", "10")
 #: Issue 12's targets for 2 workers over 1 process (calls/s); printed, never asserted.
 TARGETS = {"stateless era": 1.7, "handshake-era sessions (Redis)": 1.5}
-METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "server_cpu_net_us", "driver_cpu_us")
+METRICS = (
+    "calls_per_s",
+    "p50_us",
+    "p99_us",
+    "server_cpu_us",
+    "server_cpu_net_us",
+    "server_sys_us",
+    "driver_cpu_us",
+)
 #: Seconds over which a server's idle CPU (lease renewals, inbox reads: what
 #: it spends per second whatever the calls) is measured before a row.
 IDLE_SECONDS = 2.0
