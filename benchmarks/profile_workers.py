@@ -50,7 +50,11 @@ DUMP_TIMEOUT = 60.0
 
 def _env(base: Path | None, where: Path) -> dict[str, str]:
     env = dict(os.environ, TRIO_MCP_PROFILE_DIR=str(where))
-    env["PYTHONPATH"] = os.pathsep.join([*([str(base / "src")] if base else []), str(HOOK)])
+    # The base's src first; this tree's as it is (the editable install, or a PYTHONPATH given).
+    first = (
+        [str(base / "src")] if base else [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
+    env["PYTHONPATH"] = os.pathsep.join([*first, str(HOOK)])
     return env
 
 
