@@ -20,6 +20,9 @@ rotated every round, each serving ``echo(text)``:
 * ``node-echo``: ``drivers/echo_stdio_server.mjs``, a trivial Node JSON-lines echo
   with no MCP work: the driver's own ceiling (every server's figures are below it
   when the driver is not what limits them);
+* ``baseline`` (only when named, with ``--baseline SRC``): ``trio_echo_server.py``
+  importing ``trio_mcp`` from another checkout's ``src`` (e.g. a detached worktree of
+  main), for before/after comparisons interleaved in one run (``ours/baseline``);
 * ``trio-floor``: ``servers/trio_floor_server.py``, a minimal trio JSON-lines echo
   (one task: a read, msgspec decoding of its lines, one write of their answers;
   no MCP): the floor of our stack, what trio and msgspec alone do against the
@@ -90,6 +93,7 @@ RATIOS = [
     (OURS, CEILING, "ours/ceiling"),
     (FLOOR, TS, "floor/ts"),
     (OURS, FLOOR, "ours/floor"),
+    (OURS, "baseline", "ours/baseline"),
     ("gateway", OURS, "gateway/direct"),
     ("relay", OURS, "relay/direct"),
 ]
@@ -135,6 +139,8 @@ TARGETS_ALL = (
         "echo__echo",
     ),
     Target("relay", HERE / "servers" / "trio_relay.py", "ours", (sys.executable, str(ECHO_SERVER))),
+    # Our echo server on another checkout's trio_mcp (--baseline SRC): before/after in one run.
+    Target("baseline", ECHO_SERVER, "ours"),
 )
 #: What runs unless --targets names others.
 DEFAULT_TARGETS = (OURS, SDK, TS, CEILING, FLOOR)
@@ -147,7 +153,9 @@ def run_target(
     options = {
         "command": [executable, *([] if target.script is None else [str(target.script)]), *target.args],
         "tool": target.tool,
-        "env": sdk_env() if target.runtime == "sdk" else None,
+        "env": sdk_env()
+        if target.runtime == "sdk"
+        else ({**os.environ, "PYTHONPATH": str(args.baseline)} if target.name == "baseline" else None),
         "spawns": args.spawns,
         "concurrencies": args.concurrencies,
         "warmup": args.warmup,
@@ -290,6 +298,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--spawns", type=int, default=5, help="spawn -> initialized timings per server and round"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="the src directory of another trio-mcp checkout: target `baseline` runs our server with it",
+    )
     args = parser.parse_args(argv)
     try:
         args.concurrencies = [int(c) for c in args.concurrencies.split(",")]
@@ -298,6 +312,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.warmup < 0 or args.spawns < 0 or min(args.concurrencies) < 1:
         parser.error("--warmup and --spawns must be >= 0, each concurrency >= 1")
     resolve_common(parser, args, {t.name: t for t in TARGETS_ALL})
+    if any(t.name == "baseline" for t in args.targets) and args.baseline is None:
+        parser.error("target baseline needs --baseline SRC_DIR")
     return args
 
 
