@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/bench_stdio_neutral.py --json    # one JSON document instead of the tables
     .venv/bin/python benchmarks/bench_stdio_neutral.py --targets trio-mcp,ts-sdk --concurrency 64
     .venv/bin/python benchmarks/bench_stdio_neutral.py --targets trio-mcp,gateway,gateway-base,relay \
-        --base-src ../main/src                                  # this gateway against another checkout's
+        --baseline ../main/src                                  # this gateway against another checkout's
 
 The driver (``drivers/stdio_driver.mjs``) spawns each server and writes raw
 JSON-RPC lines to its stdin and reads lines from its stdout (no MCP client
@@ -22,6 +22,9 @@ rotated every round, each serving ``echo(text)``:
 * ``node-echo``: ``drivers/echo_stdio_server.mjs``, a trivial Node JSON-lines echo
   with no MCP work: the driver's own ceiling (every server's figures are below it
   when the driver is not what limits them);
+* ``baseline`` (only when named, with ``--baseline SRC``): ``trio_echo_server.py``
+  importing ``trio_mcp`` from another checkout's ``src`` (e.g. a detached worktree of
+  main), for before/after comparisons interleaved in one run (``ours/baseline``);
 * ``trio-floor``: ``servers/trio_floor_server.py``, a minimal trio JSON-lines echo
   (one task: a read, msgspec decoding of its lines, one write of their answers;
   no MCP): the floor of our stack, what trio and msgspec alone do against the
@@ -29,7 +32,7 @@ rotated every round, each serving ``echo(text)``:
 
 Run only when named: ``gateway`` (our echo server behind ``trio-mcp gateway``),
 ``relay`` (behind ``servers/trio_relay.py``, which only copies lines) and
-``gateway-base`` (``gateway`` importing ``trio_mcp`` from ``--base-src``, another
+``gateway-base`` (``gateway`` importing ``trio_mcp`` from ``--baseline``, another
 checkout's ``src``: a change against its base in one run); their server CPU is
 the front process's alone.
 
@@ -98,6 +101,7 @@ RATIOS = [
     (OURS, CEILING, "ours/ceiling"),
     (FLOOR, TS, "floor/ts"),
     (OURS, FLOOR, "ours/floor"),
+    (OURS, "baseline", "ours/baseline"),
     ("gateway", OURS, "gateway/direct"),
     ("relay", OURS, "relay/direct"),
     ("gateway-base", OURS, "gateway-base/direct"),
@@ -145,7 +149,7 @@ TARGETS_ALL = (
         "echo__echo",
     ),
     Target("relay", HERE / "servers" / "trio_relay.py", "ours", (sys.executable, str(ECHO_SERVER))),
-    # The gateway of another checkout (--base-src: its src folder, put first
+    # The gateway of another checkout (--baseline: its src folder, put first
     # on PYTHONPATH), to compare a change with its base in the same run.
     Target(
         "gateway-base",
@@ -154,14 +158,11 @@ TARGETS_ALL = (
         ("-m", "trio_mcp.cli", "gateway", str(GATEWAY_CONFIG), "-t", "stdio", "--no-watch"),
         "echo__echo",
     ),
+    # Our echo server on another checkout's trio_mcp (--baseline SRC): before/after in one run.
+    Target("baseline", ECHO_SERVER, "ours"),
 )
 #: What runs unless --targets names others.
 DEFAULT_TARGETS = (OURS, SDK, TS, CEILING, FLOOR)
-
-
-def base_env(args: argparse.Namespace) -> dict[str, str]:
-    """The environment of the ``gateway-base`` target: ``--base-src`` first on the path."""
-    return {**os.environ, "PYTHONPATH": str(args.base_src)}
 
 
 def run_target(
@@ -173,8 +174,8 @@ def run_target(
         "tool": target.tool,
         "env": sdk_env()
         if target.runtime == "sdk"
-        else base_env(args)
-        if target.name == "gateway-base"
+        else {**os.environ, "PYTHONPATH": str(args.baseline)}
+        if target.name in ("baseline", "gateway-base")
         else None,
         "spawns": args.spawns,
         "concurrencies": args.concurrencies,
@@ -319,10 +320,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--spawns", type=int, default=5, help="spawn -> initialized timings per server and round"
     )
     parser.add_argument(
-        "--base-src",
+        "--baseline",
         type=Path,
         default=None,
-        help="the src folder of another checkout: the gateway-base target runs its gateway",
+        help="the src directory of another trio-mcp checkout: targets `baseline` and `gateway-base` run "
+        "our server and our gateway with it",
     )
     args = parser.parse_args(argv)
     try:
@@ -332,10 +334,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.warmup < 0 or args.spawns < 0 or min(args.concurrencies) < 1:
         parser.error("--warmup and --spawns must be >= 0, each concurrency >= 1")
     resolve_common(parser, args, {t.name: t for t in TARGETS_ALL})
-    if any(t.name == "gateway-base" for t in args.targets) and (
-        args.base_src is None or not (args.base_src / "trio_mcp").is_dir()
-    ):
-        parser.error("the gateway-base target needs --base-src, a folder holding trio_mcp")
+    if any(t.name in ("baseline", "gateway-base") for t in args.targets) and args.baseline is None:
+        parser.error("targets baseline and gateway-base need --baseline SRC_DIR")
     return args
 
 

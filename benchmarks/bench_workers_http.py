@@ -109,8 +109,9 @@ from _procs import (
     round_ratios,
     run_driver,
     run_rounds,
+    text_table,
 )
-from _report import default_warmup, load_average
+from _report import default_warmup, find, load_average
 
 BENCH = "workers_http"
 #: Seconds a server (2 workers, each importing the whole stack) may take to
@@ -130,7 +131,15 @@ BASE = " (base)"
 LEASE = ("--lease-ttl", "10")
 #: Issue 12's targets for 2 workers over 1 process (calls/s); printed, never asserted.
 TARGETS = {"stateless era": 1.7, "handshake-era sessions (Redis)": 1.5}
-METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "server_cpu_net_us", "driver_cpu_us")
+METRICS = (
+    "calls_per_s",
+    "p50_us",
+    "p99_us",
+    "server_cpu_us",
+    "server_cpu_net_us",
+    "server_sys_us",
+    "driver_cpu_us",
+)
 #: Seconds over which a server's idle CPU (lease renewals, inbox reads: what
 #: it spends per second whatever the calls) is measured before a row.
 IDLE_SECONDS = 2.0
@@ -359,6 +368,54 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
     return rows
 
 
+#: A 2-worker row and the 1-process row it is compared with, and the target that applies.
+ACCOUNTED = (
+    (TWO, (ONE,), "stateless era"),
+    (TWO_PINNED, (ONE_PINNED, ONE_REDIS), "handshake-era sessions (Redis)"),
+    (TWO_REDIS, (ONE_REDIS,), "handshake-era sessions (Redis)"),
+    (TWO_LINK, (ONE_REDIS,), "handshake-era sessions (Redis)"),
+)
+
+
+def accounting(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per round, 2-worker row and era: where the CPUs go per call (the
+    workers, the driver, redis-server; their sum times calls/s is the CPUs
+    the row used), and what the target allows. One process is bounded by
+    one CPU (``S1`` µs per call: 10⁶/S1 calls/s, the driver on the other);
+    2 workers by the machine's CPUs shared with the driver and redis-server
+    (``cpus·10⁶/(S2 + D2 + R2)``); so 2 workers reach ``T``× one process only
+    if ``S2 ≤ cpus·S1/T − D2 − R2``: ``allowed_server_us``."""
+    cpus = os.cpu_count() or 1
+    out = []
+    for two, ones, target in ACCOUNTED:
+        for suffix in ("", BASE):
+            for a in (r for r in rows if r["impl"] == two + suffix):
+                same = {"round": a["round"], "era": a["era"], "concurrency": a["concurrency"]}
+                b = next((r for one in ones if (r := find(rows, impl=one + suffix, **same))), None)
+                if b is None or not a["calls_per_s"]:
+                    continue
+                s2 = a.get("server_cpu_net_us", a["server_cpu_us"])
+                s1 = b.get("server_cpu_net_us", b["server_cpu_us"])
+                extra = a["driver_cpu_us"] + a.get("redis_cpu_us", 0.0)
+                out.append(
+                    {
+                        "round": a["round"],
+                        "impl": a["impl"],
+                        "era": a["era"],
+                        "workers_us": a.get("server_cpu_split_us", [])[1:],
+                        "server_us": s2,
+                        "driver_us": a["driver_cpu_us"],
+                        "redis_us": a.get("redis_cpu_us", 0.0),
+                        "cpus_used": round(a["calls_per_s"] * (a["server_cpu_us"] + extra) / 1e6, 2),
+                        "one_process_us": s1,
+                        "server_ratio": round(s2 / s1, 2),
+                        "allowed_server_us": round(cpus * s1 / TARGETS[target] - extra, 1),
+                        "target": TARGETS[target],
+                    }
+                )
+    return out
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ratios = {}
     pairs = [(TWO, ONE), (TWO_REDIS, ONE_REDIS), (TWO_PINNED, ONE_PINNED)]
@@ -383,6 +440,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "medians": medians(rows, ("impl", "era", "concurrency"), METRICS),
         "ratios": ratios,
         "forwarded": {impl: shares for impl, shares in forwarded.items() if shares},
+        "accounting": accounting(rows),
     }
 
 
@@ -418,6 +476,37 @@ def print_report(doc: dict[str, Any]) -> None:
             cpu = [r.get("redis_cpu_us") for r in doc["rows"] if r["impl"] == impl and "forwarded" in r]
             cells = (f"{share:.1%} {c or 0:.0f} µs" for share, c in zip(shares, cpu, strict=True))
             print(f"  {impl:<24} " + "  ".join(cells))
+    if booked := doc["summary"].get("accounting"):
+        print(
+            "CPU µs per call of each worker, the driver and redis-server; the CPUs they used together "
+            "(calls/s × their sum); the server CPU per call the target allows (cpus·S1/target − driver − redis):"
+        )
+        body = [
+            (
+                str(e["round"]),
+                e["impl"],
+                e["era"],
+                " + ".join(f"{w:,.0f}" for w in e["workers_us"]),
+                f"{e['driver_us']:,.0f}",
+                f"{e['redis_us']:,.0f}",
+                f"{e['cpus_used']:.2f}",
+                f"{e['server_us']:,.0f} ({e['server_ratio']:.2f}×)",
+                f"{e['allowed_server_us']:,.0f} ({e['allowed_server_us'] / e['one_process_us']:.2f}×) for {e['target']}",
+            )
+            for e in booked
+        ]
+        head = (
+            "round",
+            "server",
+            "era",
+            "workers",
+            "driver",
+            "redis",
+            "CPUs",
+            "server (÷ 1 process)",
+            "allowed",
+        )
+        print(text_table(head, body, left=3))
     print(
         "capacity: the calls/s a row's CPU per call allows on an idle machine (server processes at most "
         "one CPU each, the busiest worker with its share; server, driver and redis-server sharing the CPUs)"

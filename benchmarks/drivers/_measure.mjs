@@ -10,6 +10,13 @@ export function cpuTicks(pid) {
   return Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of proc(5)
 }
 
+/** System CPU time (stime, in clock ticks) of a process (or several: their sum). */
+export function sysTicks(pid) {
+  if (Array.isArray(pid)) return pid.reduce((sum, one) => sum + sysTicks(one), 0);
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[12]);
+}
+
 function percentile(sorted, q) {
   const rank = Math.max(1, Math.ceil((q / 100) * sorted.length));
   return sorted[Math.min(rank, sorted.length) - 1];
@@ -38,10 +45,13 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
   let t1 = 0;
   let cpu0 = 0;
   let cpu1 = 0;
+  let sys0 = 0;
+  let sys1 = 0;
   let own0 = null;
   let own1 = null;
   const startTimer = setTimeout(() => {
     cpu0 = serverTicks();
+    sys0 = sysTicks(pid);
     each0 = eachTicks();
     own0 = process.cpuUsage();
     t0 = performance.now();
@@ -53,6 +63,7 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
   function endWindow() {
     t1 = performance.now();
     cpu1 = serverTicks();
+    sys1 = sysTicks(pid);
     each1 = eachTicks();
     own1 = process.cpuUsage(own0);
     measuring = false;
@@ -95,7 +106,10 @@ export async function measure({ call, caller: makeCall, concurrency, warmup, sec
     p50_us: round1(percentile(latencies, 50) * 1e3),
     p99_us: round1(percentile(latencies, 99) * 1e3),
     server_cpu_us: round1((((cpu1 - cpu0) / clockTicks) * 1e6) / calls),
+    // The kernel's share of the server's CPU (system calls, wake-ups) and of the driver's.
+    server_sys_us: round1((((sys1 - sys0) / clockTicks) * 1e6) / calls),
     driver_cpu_us: round1((own1.user + own1.system) / calls),
+    driver_sys_us: round1(own1.system / calls),
     ...(each1.length
       ? { server_cpu_split_us: each1.map((t, i) => round1((((t - each0[i]) / clockTicks) * 1e6) / calls)) }
       : {}),

@@ -192,6 +192,76 @@ async def test_send_writes_one_compact_line() -> None:
         os.close(r)
 
 
+async def test_take_nowait_hands_over_the_rest_of_a_read_then_none() -> None:
+    stream, w, r = _stream_pair()
+    try:
+        assert stream.take_nowait() is None  # nothing read yet: no frame, no read, no wait
+        os.write(
+            w, b'{"jsonrpc":"2.0","id":1,"method":"a"}\n{"jsonrpc":"2.0","id":2,"method":"b"}\n{"jsonrpc"'
+        )
+        with trio.fail_after(TIMEOUT):
+            first = await stream.receive()
+        second = stream.take_nowait()
+        assert type(first) is Request and first.id == 1
+        assert type(second) is Request and second.id == 2
+        assert stream.take_nowait() is None  # a partial line is no frame
+        os.write(w, b':"2.0","id":3,"method":"c"}\n')
+        with trio.fail_after(TIMEOUT):
+            third = await stream.receive()
+        assert type(third) is Request and third.id == 3
+        await stream.aclose()
+        assert stream.take_nowait() is None  # closed: receive says so
+        with pytest.raises(trio.EndOfChannel):
+            await stream.receive()
+    finally:
+        await stream.aclose()
+        os.close(w)
+        os.close(r)
+
+
+async def test_receive_is_a_cancel_point_with_or_without_input_and_loses_no_frame() -> None:
+    stream, w, r = _stream_pair()
+    try:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await stream.receive()  # nothing buffered: its wait for input is the cancel point
+        assert scope.cancelled_caught
+        os.write(w, b'{"jsonrpc":"2.0","id":1,"method":"a"}\n{"jsonrpc":"2.0","id":2,"method":"b"}\n')
+        with trio.fail_after(TIMEOUT):
+            first = await stream.receive()
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await stream.receive()  # a frame buffered: cancelled before it is taken
+        assert scope.cancelled_caught
+        with trio.fail_after(TIMEOUT):
+            second = await stream.receive()
+        assert (first.id, second.id) == (1, 2)  # type: ignore[union-attr]
+    finally:
+        await stream.aclose()
+        os.close(w)
+        os.close(r)
+
+
+async def test_send_lines_writes_a_batch_in_one_write_and_send_batch_is_a_cancel_point() -> None:
+    stream, w, r = _stream_pair()
+    try:
+        await stream.send_lines([Response(id=1, result={}), Response(id=2, result={"a": 1})])
+        assert os.read(r, 1000) == (
+            b'{"jsonrpc":"2.0","id":1,"result":{}}\n{"jsonrpc":"2.0","id":2,"result":{"a":1}}\n'
+        )
+        assert stream.statistics()["frames_out"] == 2
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await stream.send_batch([Response(id=3, result={})])
+        assert scope.cancelled_caught
+        await stream.send_lines([Response(id=4, result={})])
+        assert os.read(r, 1000) == b'{"jsonrpc":"2.0","id":4,"result":{}}\n'  # nothing of id 3
+    finally:
+        await stream.aclose()
+        os.close(w)
+        os.close(r)
+
+
 class _Tap:
     """Takes the lines that mention ``"take"``, wherever they are in a read
     (``in_order``: only up to the first other line); records what it saw."""

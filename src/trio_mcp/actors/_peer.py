@@ -58,7 +58,7 @@ from ._peer_calls import ProgressCallback, _Reply, deliver
 from ._peer_inbound import Dispatcher, InboundRequest, _Batch, _NullDispatcher, _Slot
 from ._peer_limits import PeerLimits, oversized_batch
 from ._peer_outbound import NON_CANCELLABLE, _Outbound
-from ._peer_pool import _DONE, _HANDED_OFF, _READ_BUDGET, _HandlerPool
+from ._peer_pool import _DONE, _HANDED_OFF, _READ_BUDGET, _HandlerPool, _taker
 
 if TYPE_CHECKING:  # imported when the statistics are first asked for
     from ._peer_statistics import PeerStatistics
@@ -154,6 +154,9 @@ class Peer(_Outbound, _HandlerPool):
         #: not wait (see :meth:`_serve_here`), over streams that gather answers;
         #: its answers wait here for the end of the read's burst (one write).
         self._serves_in_reader = self._gathers
+        #: How the read loop writes the answers it served (None: it serves none).
+        lines: Any = getattr(stream, "send_lines", None) or getattr(stream, "send_batch", None)
+        self._write_lines = lines
         self._reader_out: list[Any] = []
         self._serving_here = False
         #: How reading ended, when it ended in a relief reader (see _relief_reader).
@@ -274,7 +277,7 @@ class Peer(_Outbound, _HandlerPool):
         receive = self.stream.receive
         # Streams that can hand over already-buffered frames without a
         # schedule point let one wake-up dispatch a whole burst.
-        receive_nowait = getattr(self.stream, "receive_nowait", None)
+        take = _taker(self.stream)
         dispatch = self._dispatch
         # The stream may gather the answers of a batch itself (a Streamable
         # HTTP session does): then the peer answers item by item.
@@ -291,7 +294,7 @@ class Peer(_Outbound, _HandlerPool):
         while True:
             try:
                 frame = await receive()
-                budget = _READ_BUDGET if receive_nowait is not None else 0
+                budget = _READ_BUDGET if take is not None else 0
                 while True:
                     if (
                         type(frame) is Request
@@ -343,14 +346,13 @@ class Peer(_Outbound, _HandlerPool):
                     if budget == 0:
                         if out:
                             await self._write_here()
-                        if receive_nowait is not None:
+                        if take is not None:
                             await trio.lowlevel.checkpoint()  # a long burst: let others run
                         break
                     budget -= 1
-                    try:
-                        frame = receive_nowait()  # type: ignore[misc]
-                    except trio.WouldBlock:
-                        break
+                    frame = take()  # type: ignore[misc]  # budget > 0: take is set
+                    if frame is None:
+                        break  # the end of the read (an exception less than receive_nowait)
                 if out:
                     await self._write_here()  # the answers of this burst, one write
             except trio.EndOfChannel:

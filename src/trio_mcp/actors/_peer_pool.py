@@ -96,6 +96,26 @@ _DONE: Final = object()
 _Started = tuple[Coroutine[Any, Any, Any], Any]
 
 
+def _taker(stream: MessageStream) -> Callable[[], Any] | None:
+    """The stream's way to take a frame already buffered without a schedule
+    point, None when there is none: its ``take_nowait`` (None when nothing is
+    buffered), or its ``receive_nowait`` with :class:`trio.WouldBlock` as None."""
+    take: Callable[[], Any] | None = getattr(stream, "take_nowait", None)
+    if take is not None:
+        return take
+    receive_nowait = getattr(stream, "receive_nowait", None)
+    if receive_nowait is None:
+        return None
+
+    def take_or_none() -> Any:
+        try:
+            return receive_nowait()
+        except trio.WouldBlock:
+            return None
+
+    return take_or_none
+
+
 @types.coroutine
 def _resume(coro: Coroutine[Any, Any, Any], trap: Any) -> Generator[Any, Any, Any]:
     """Go on running ``coro``, which was stepped by hand and yielded ``trap``
@@ -147,6 +167,8 @@ class _HandlerPool:
     _unwritten: int
     _writer: trio.lowlevel.Task | None
     _gathers: bool
+    #: How the read loop writes its answers (a stream that gathers answers).
+    _write_lines: Callable[[list[Any]], Awaitable[None]]
     _reader_out: list[Any]
     _serving_here: bool
     _cancelled_by_peer: int
@@ -389,7 +411,9 @@ class _HandlerPool:
         batch = out[:]
         out.clear()
         try:
-            await self.stream.send_batch(batch)  # type: ignore[attr-defined]
+            # The read loop's wait for input is its cancel point: a stream
+            # with send_lines skips one of its own here.
+            await self._write_lines(batch)
         except TransportError:
             pass  # the read loop sees the broken transport and shuts down
         except (TypeError, ValueError, OverflowError, msgspec.EncodeError):

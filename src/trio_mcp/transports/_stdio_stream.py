@@ -46,6 +46,7 @@ MAX_TAIL_LINE: Final = 1000
 SAFE_ENV_VARS: Final = _process.SAFE_ENV_VARS
 
 _SEND_FLAGS: Final = socket.MSG_DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
+_wait_readable: Final = trio.lowlevel.wait_readable
 
 
 class LineTap(Protocol):
@@ -172,18 +173,43 @@ class StdioStream:
             raise trio.WouldBlock
         return frame
 
+    def take_nowait(self) -> Frame | None:
+        """:meth:`receive_nowait` without the exception: the next frame already
+        in the buffer, or None (none there, or the stream is closed or broken:
+        :meth:`receive` says which). For a read loop draining the rest of a read."""
+        if self._closed or self._failure is not None:
+            return None
+        frames = self._frames
+        if frames:
+            return frames.popleft()  # decoded with the rest of its read
+        if not self._rbuf and not self._skipping:
+            return None  # all taken (the usual end of a read: no call)
+        return self._next_frame()
+
     async def receive(self) -> Frame:
         # No schedule point of our own: waiting for input is one, and the
         # reader yields after each burst it drains (see Peer._read_loop).
-        await trio.lowlevel.checkpoint_if_cancelled()
+        if (
+            self._frames
+            or self._rbuf
+            or not self._drained
+            or self._eof
+            or self._skipping
+            or self._closed
+            or self._failure is not None
+        ):
+            # It may return (or raise) without waiting for input: a cancel
+            # point first. Otherwise it waits, and that wait is one.
+            await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             if self._closed:
                 raise trio.EndOfChannel
             if self._failure is not None:
                 raise TransportError(self._failure)
-            frame = self._next_frame()
-            if frame is not None:
-                return frame
+            if self._frames or self._rbuf or self._skipping:
+                frame = self._next_frame()
+                if frame is not None:
+                    return frame
             if self._eof:
                 await self._end_of_input(stalled=False)
             if self._tap is not None and not self._drained:
@@ -336,8 +362,12 @@ class StdioStream:
                     return
             drained = False
             if not self._stoppable_reads:
-                # Closing the fd (notify_closing) is what ends this wait.
-                await self._wait_readable()
+                # Closing the fd (notify_closing) is what ends this wait
+                # (trio's own wait: one coroutine less per wait than _wait_readable).
+                try:
+                    await _wait_readable(self._rfd)
+                except trio.ClosedResourceError:
+                    self._closed_under_reader()
                 continue
             if self._read_deadline == math.inf:
                 # No scope while there is no deadline: notify_closing ends
@@ -359,11 +389,15 @@ class StdioStream:
 
     async def _wait_readable(self) -> None:
         try:
-            await trio.lowlevel.wait_readable(self._rfd)
+            await _wait_readable(self._rfd)
         except trio.ClosedResourceError:
-            if self._closed:
-                raise trio.EndOfChannel from None
-            raise TransportError(self._failure or f"{self.name}: input closed under the reader") from None
+            self._closed_under_reader()
+
+    def _closed_under_reader(self) -> NoReturn:
+        """The wait for input ended because the fd was closed: say how."""
+        if self._closed:
+            raise trio.EndOfChannel from None
+        raise TransportError(self._failure or f"{self.name}: input closed under the reader") from None
 
     async def _end_of_input(self, *, stalled: bool) -> NoReturn:
         """The input ended (or, ``stalled``, the read deadline passed)."""
@@ -390,6 +424,12 @@ class StdioStream:
         is sending, not even the lock: the first write is tried at once, and
         the lock is taken only for what that write did not take."""
         await trio.lowlevel.checkpoint_if_cancelled()
+        await self.send_lines(messages)
+
+    async def send_lines(self, messages: list[Any]) -> None:
+        """:meth:`send_batch` without its cancel point when nobody else is
+        sending: for a caller that is at a cancel point anyway before its next
+        write (the peer's read loop, whose wait for input is one)."""
         lock = self._send_lock
         if lock.locked() or self._closed or self._wfd < 0 or self._write_error is not None:
             await self._send(messages, None, batch=True)  # waits its turn, or says what is wrong

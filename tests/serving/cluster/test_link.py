@@ -169,7 +169,7 @@ async def test_a_peer_that_does_not_name_the_nodes_token_gets_no_link(tmp_path: 
         with trio.fail_after(TIMEOUT):
             for token in ("", "not-" + a.links.token):
                 stream = await trio.open_tcp_stream(host, int(port))
-                hello = {"k": "hello", "from": "intruder", "fn": "x", "t": token}
+                hello = {b"k": b"hello", b"from": b"intruder", b"fn": b"x", b"t": token.encode()}
                 await stream.send_all(_frame(hello))
                 assert await stream.receive_some(1024) == b""  # closed, no hello back
                 await stream.aclose()
@@ -177,7 +177,7 @@ async def test_a_peer_that_does_not_name_the_nodes_token_gets_no_link(tmp_path: 
             published = await a.store.client.get("store:link:a")
             assert published == f"{a.links.address} {a.links.token}".encode()
             stream = await trio.open_tcp_stream(host, int(port))
-            hello = {"k": "hello", "from": "peer", "fn": "x", "t": a.links.token}
+            hello = {b"k": b"hello", b"from": b"peer", b"fn": b"x", b"t": a.links.token.encode()}
             await stream.send_all(_frame(hello))
             assert await stream.receive_some(1024) != b""
             await stream.aclose()

@@ -11,7 +11,8 @@ Redis (as on the inbox path) opens a link. An ingress keeps one connection
 per owner node, opened on first use with a hello that names both sides' lease
 nonces: an owner answering under another nonce than the session record's is
 not used. Frames are the same entries as the Redis inbox's (``req``, ``dis``,
-``start``, ``body``), length-prefixed msgpack maps, so the owner serves them
+``start``, ``body``), length-prefixed msgpack maps of bytes to bytes (encoded
+and decoded as they are, no conversion per field), so the owner serves them
 with the same code (:func:`._tunnel.serve_forwarded`).
 
 Redis stays the registry, the lease and fence authority, and the fallback:
@@ -52,7 +53,7 @@ log = logging.getLogger("trio_mcp.cluster")
 
 _LENGTH = struct.Struct(">I")
 _encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(dict[str, bytes]).decode
+_decode = msgspec.msgpack.Decoder(dict[bytes, bytes]).decode
 #: What a relay receives when the link its request went over broke.
 LOST: dict[bytes, bytes] = {b"k": b"lost"}
 
@@ -65,13 +66,9 @@ class LinkError(Exception):
 _ENDED = (LinkError, trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
-def _frame(fields: Mapping[str, str | bytes]) -> bytes:
-    data = _encode({k: v.encode() if type(v) is str else v for k, v in fields.items()})
+def _frame(fields: Mapping[bytes, bytes]) -> bytes:
+    data = _encode(fields)
     return _LENGTH.pack(len(data)) + data
-
-
-def _entry(raw: dict[str, bytes]) -> dict[bytes, bytes]:
-    return {k.encode(): v for k, v in raw.items()}
 
 
 class Wakeup:
@@ -110,7 +107,7 @@ class Link:
         self.nonce = nonce
         self.max_frame = max_frame
         #: The exchanges (forwarded requests) in flight on this link.
-        self.idents: set[str] = set()
+        self.idents: set[bytes] = set()
         #: This node's lease nonce when it opened the link (an ingress's).
         self.own_nonce = ""
         self.closed = False
@@ -125,7 +122,7 @@ class Link:
         self._writer = Wakeup()
         self._room = trio.lowlevel.ParkingLot()
 
-    async def send(self, fields: Mapping[str, str | bytes]) -> None:
+    async def send(self, fields: Mapping[bytes, bytes]) -> None:
         """Queue a frame for the writer (waiting only while ``queue`` frames
         wait already: no task switch otherwise). Raises
         :class:`trio.BrokenResourceError` once the link is closed."""
@@ -162,7 +159,7 @@ class Link:
                     data = bytes(buffer[_LENGTH.size : end])
                     del buffer[:end]
                     try:
-                        return _entry(_decode(data))
+                        return _decode(data)
                     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                         raise LinkError(f"a frame that is no entry: {exc}") from None
             chunk = await self.stream.receive_some(1 << 16)
@@ -246,11 +243,12 @@ class Links:
                 raise LinkError("a hello without this node's token")
             link.peer = hello.get(b"from", b"").decode()
             link.nonce = hello.get(b"fn", b"").decode()
-            await link.send({"k": "hello", "n": cluster.nonce})
+            await link.send({b"k": b"hello", b"n": cluster.nonce.encode()})
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(link.write_frames)
+                peer = (link.peer.encode(), link.nonce.encode())
                 while (fields := await link.receive()) is not None:
-                    self._owner_frame(link, fields)
+                    self._owner_frame(link, peer, fields)
                 nursery.cancel_scope.cancel()
         except* _ENDED as group:
             log.debug("a link from %s ended: %r", link.peer or "?", group.exceptions[0])
@@ -261,14 +259,14 @@ class Links:
                 if exchange is not None:
                     exchange.disconnected.set()
 
-    def _owner_frame(self, link: Link, fields: dict[bytes, bytes]) -> None:
+    def _owner_frame(self, link: Link, peer: tuple[bytes, bytes], fields: dict[bytes, bytes]) -> None:
         kind = fields.get(b"k")
         if kind == b"req":
-            fields[b"from"], fields[b"fn"] = link.peer.encode(), link.nonce.encode()
-            link.idents.add(fields.get(b"f", b"").decode("utf-8", "replace"))
+            fields[b"from"], fields[b"fn"] = peer
+            link.idents.add(fields.get(b"f", b""))
             self.cluster.dispatch_request(fields, link)
         elif kind == b"dis":
-            exchange = self.cluster.exchanges.get(fields.get(b"f", b"").decode("utf-8", "replace"))
+            exchange = self.cluster.exchanges.get(fields.get(b"f", b""))
             if exchange is not None:
                 exchange.disconnected.set()
 
@@ -318,7 +316,12 @@ class Links:
                 stream = await trio.open_tcp_stream(*_address(address))
                 link = Link(stream, owner.owner, owner.nonce, settings.link_max_frame, settings.outbox_queue)
                 link.own_nonce = cluster.nonce
-                greeting = {"k": "hello", "from": settings.node_id, "fn": link.own_nonce, "t": token}
+                greeting = {
+                    b"k": b"hello",
+                    b"from": settings.node_id.encode(),
+                    b"fn": link.own_nonce.encode(),
+                    b"t": token.encode(),
+                }
                 await stream.send_all(_frame(greeting))
                 hello = await _hello(link, settings.store_timeout)
         except (*_ENDED, ValueError, trio.TooSlowError) as exc:

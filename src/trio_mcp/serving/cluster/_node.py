@@ -85,7 +85,7 @@ class RedisCluster:
         self._app: StreamableHttpApp | None = None
         self._registry: ClusterRegistry | None = None
         #: Forwarded requests waiting here for their answer, by exchange id.
-        self.replies: dict[str, Reply] = {}
+        self.replies: dict[bytes, Reply] = {}
         #: The owners of sessions hosted elsewhere, each with the lease nonce it
         #: holds them under: kept until the owner says it lost the session, or
         #: its lease under that nonce is found gone (a lookup less per request).
@@ -95,7 +95,7 @@ class RedisCluster:
         #: every ``renew_interval``, not one per session or request.
         self.live_owners: dict[tuple[str, str], float] = {}
         #: Requests forwarded here being served, by exchange id.
-        self.exchanges: dict[str, Exchange] = {}
+        self.exchanges: dict[bytes, Exchange] = {}
         #: The direct links (``direct_link``), and this node's published address.
         self.links = Links(self) if settings.direct_link else None
         self.link_address = ""
@@ -298,7 +298,7 @@ class RedisCluster:
                 self._inbox_after = ident
                 self._dispatch(fields)
 
-    async def write(self, node: str, fields: Mapping[str, str | bytes], nonce: str = "") -> bool:
+    async def write(self, node: str, fields: Mapping[bytes, bytes], nonce: str = "") -> bool:
         """Append an entry to a node's inbox, in one Redis command with the
         entries queued meanwhile (:meth:`_outbox`); fenced by ``nonce`` (False:
         this node no longer holds its lease under it, nothing written). Raises
@@ -348,7 +348,7 @@ class RedisCluster:
         elif kind == b"start" or kind == b"body":
             self.dispatch_answer(fields)
         elif kind == b"dis":
-            exchange = self.exchanges.get(fields.get(b"f", b"").decode("utf-8", "replace"))
+            exchange = self.exchanges.get(fields.get(b"f", b""))
             if exchange is not None:
                 exchange.disconnected.set()
 
@@ -364,7 +364,7 @@ class RedisCluster:
 
     def dispatch_answer(self, fields: dict[bytes, bytes]) -> None:
         """A piece of the answer to a request this node forwarded, to its relay."""
-        reply = self.replies.get(fields.get(b"f", b"").decode("utf-8", "replace"))
+        reply = self.replies.get(fields.get(b"f", b""))
         if reply is not None:
             reply.put(fields)
 

@@ -152,7 +152,9 @@ class Outgoing:
 
     __slots__ = ("done", "error", "fields", "node", "nonce", "written")
 
-    def __init__(self, node: str, fields: Mapping[str, str | bytes], nonce: str = "") -> None:
+    def __init__(
+        self, node: str, fields: Mapping[bytes, bytes] | Mapping[str, str | bytes], nonce: str = ""
+    ) -> None:
         self.node = node
         self.fields = fields
         self.nonce = nonce

@@ -75,7 +75,7 @@ def _unpack_headers(data: bytes) -> list[tuple[bytes, bytes]]:
 
 #: Exchange ids: this process's random prefix and a count (unique across the
 #: nodes an owner serves, without a random draw per request).
-_IDENT_PREFIX = secrets.token_hex(6)
+_IDENT_PREFIX = secrets.token_hex(6).encode()
 _ident_count = itertools.count()
 
 
@@ -168,19 +168,20 @@ async def forward(
     module. False: that node does not have the session (any more), nothing
     was answered."""
     settings = cluster.settings
-    ident = f"{_IDENT_PREFIX}{next(_ident_count):x}"
+    ident = b"%s%x" % (_IDENT_PREFIX, next(_ident_count))
     replies = cluster.replies[ident] = Reply(settings.forward_buffer)
+    # Bytes to bytes, as the link and the inbox carry them (no conversion on the way).
     fields = {
-        "k": "req",
-        "f": ident,
-        "from": settings.node_id,
-        "fn": cluster.nonce,
-        "sid": session_id,
-        "m": scope.get("method", "GET"),
-        "p": scope.get("path", "/"),
-        "q": scope.get("query_string", b""),
-        "h": _pack_headers(scope.get("headers", ())),
-        "b": body,
+        b"k": b"req",
+        b"f": ident,
+        b"from": settings.node_id.encode(),
+        b"fn": cluster.nonce.encode(),
+        b"sid": session_id.encode(),
+        b"m": scope.get("method", "GET").encode(),
+        b"p": scope.get("path", "/").encode(),
+        b"q": scope.get("query_string", b""),
+        b"h": _pack_headers(scope.get("headers", ())),
+        b"b": body,
     }
     relay = _Relay(cluster, send, owner, body)
     links = cluster.links
@@ -228,9 +229,9 @@ async def forward(
             with trio.CancelScope(shield=True), trio.move_on_after(settings.store_timeout):
                 try:
                     if link is not None:
-                        await link.send({"k": "dis", "f": ident})
+                        await link.send({b"k": b"dis", b"f": ident})
                     else:
-                        await cluster.write(owner.owner, {"k": "dis", "f": ident})
+                        await cluster.write(owner.owner, {b"k": b"dis", b"f": ident})
                 except Exception as exc:  # best effort (the store may be closing with the server)
                     log.debug("could not tell %s that a client went away: %r", owner.owner, exc)
 
@@ -356,7 +357,7 @@ async def serve_forwarded(
     """Serve a request another node forwarded here, as if it had come directly
     (``busy``: answer ``503`` instead), answering through the ingress's inbox
     or on the ``link`` it came by."""
-    ident = fields[b"f"].decode()
+    ident = fields[b"f"]
     ingress = fields[b"from"].decode()
     exchange = Exchange(ingress, fields.get(b"fn", b"").decode())
     cluster.exchanges[ident] = exchange
@@ -384,29 +385,27 @@ async def serve_forwarded(
         await exchange.disconnected.wait()
         return {"type": "http.disconnect"}
 
-    held: list[dict[str, str | bytes]] = []
+    held: list[dict[bytes, bytes]] = []
 
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
             response_headers = message.get("headers", ())
-            entry: dict[str, str | bytes] = {
-                "k": "start",
-                "f": ident,
-                "s": str(message["status"]),
-                "h": _pack_headers(response_headers),
+            entry = {
+                b"k": b"start",
+                b"f": ident,
+                b"s": b"%d" % message["status"],
+                b"h": _pack_headers(response_headers),
             }
             if not _is_sse(response_headers):
                 held.append(entry)  # a whole answer follows at once: one write for both
                 return
         else:
-            entry = {
-                "k": "start" if held else "body",
-                "f": ident,
-                "b": message.get("body", b""),
-                "more": "1" if message.get("more_body", False) else "0",
-            }
+            more = b"1" if message.get("more_body", False) else b"0"
             if held:
-                entry = {**held.pop(), **entry}
+                entry = held.pop()
+                entry[b"b"], entry[b"more"] = message.get("body", b""), more
+            else:
+                entry = {b"k": b"body", b"f": ident, b"b": message.get("body", b""), b"more": more}
         if link is not None:
             # Fenced by this node's own view of its lease (see ``_link``).
             if nonce != cluster.nonce or not cluster.healthy:
@@ -415,9 +414,9 @@ async def serve_forwarded(
         elif not await cluster.write(ingress, entry, nonce):
             cluster.fenced(nonce, "a forwarded response could not be written: the lease is lost")
             raise trio.BrokenResourceError("fenced: this node lost its lease")
-        if entry["k"] == "start":
+        if entry[b"k"] == b"start":
             started.append(True)
-        if entry.get("more") == "0":
+        if entry.get(b"more") == b"0":
             completed.append(True)
 
     started: list[bool] = []
