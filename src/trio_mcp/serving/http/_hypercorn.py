@@ -24,11 +24,12 @@ floor, an :class:`~trio_mcp.transports.sse.SseServer`) stays stock. HTTP/2
 This leans on hypercorn's internals (``TCPServer.protocol``,
 ``ProtocolWrapper.protocol``, ``H11Protocol.send`` and ``stream_send``):
 ``pyproject.toml`` pins the minor version, and
-``tests/serving/http/test_one_write.py`` counts the writes per answer.
+``tests/serving/http/test_hypercorn.py`` counts the writes per answer.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -46,7 +47,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 from hypercorn.utils import repr_socket_addr
 
-__all__ = ["Connection", "OneWriteH11Protocol", "serve"]
+__all__ = ["Connection", "IdleTimer", "OneWriteH11Protocol", "serve"]
 
 _LENGTH = b"content-length"
 
@@ -97,9 +98,78 @@ class OneWriteH11Protocol(H11Protocol):
         await self._write(event)
 
 
+class IdleTimer:
+    """A connection's keep-alive timeout, in place of hypercorn's
+    ``idle_task`` (a ``SingleTask``, which starts a task each time the
+    connection turns idle, under a lock, and cancels it when a request
+    comes): one task for the connection's life, whose deadline moves.
+
+    Idle (:meth:`restart`), the connection closes ``keep_alive_timeout``
+    seconds on, or at once when the server stops; busy (:meth:`stop`), never
+    by this timer (after its answer the protocol closes a connection of a
+    server that stops). :meth:`end` ends the task when the connection's
+    reading is over."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._idle = False
+        self._deadline = math.inf
+        self._scope: trio.CancelScope | None = None
+        self._started = False
+        self._ended = False
+
+    async def restart(self, task_group: Any, action: object) -> None:
+        self._idle = True
+        self._deadline = deadline = trio.current_time() + self._connection.config.keep_alive_timeout
+        if self._scope is not None:
+            self._scope.deadline = deadline
+        elif not self._started:
+            self._started = True
+            task_group._nursery.start_soon(self._watch)
+
+    async def stop(self) -> None:
+        self._idle = False
+        if self._scope is not None:
+            self._scope.deadline = math.inf
+
+    def end(self) -> None:
+        self._ended = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _watch(self) -> None:
+        terminated = self._connection.context.terminated
+        while not self._ended:
+            with trio.CancelScope(deadline=self._deadline if self._idle else math.inf) as scope:
+                self._scope = scope
+                await terminated.wait()
+            self._scope = None
+            if self._ended:
+                return
+            stopping = terminated.is_set()
+            if self._idle and (stopping or trio.current_time() >= self._deadline):
+                with trio.CancelScope(shield=True):
+                    await self._connection._initiate_server_close()
+                return
+            if stopping:
+                return  # busy: closed after its answer
+            # served a request between the deadline and this task's turn: watch on
+
+
 class Connection(TCPServer):
     """hypercorn's trio connection, serving HTTP/1.1 with
-    :class:`OneWriteH11Protocol`."""
+    :class:`OneWriteH11Protocol`, its keep-alive timeout an :class:`IdleTimer`."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._timer = IdleTimer(self)
+        self.idle_task = self._timer  # type: ignore[assignment]  # the same two methods
+
+    async def _read_data(self) -> None:
+        try:
+            await super()._read_data()
+        finally:
+            self._timer.end()
 
     @property
     def protocol(self) -> ProtocolWrapper:

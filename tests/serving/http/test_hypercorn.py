@@ -18,9 +18,9 @@ import pytest
 import trio
 
 from trio_mcp.serving.http import HttpServer
-from trio_mcp.transports._asgi import SSE_HEADERS, Receive, Scope, Send
+from trio_mcp.transports._asgi import SSE_HEADERS, Receive, Scope, Send, respond
 
-from .test_server import ACCEPT_BOTH, TIMEOUT, http, init_message, initialize, serving
+from .test_server import ACCEPT_BOTH, TIMEOUT, http, init_message, initialize, make_app, serving
 
 
 class Writes:
@@ -183,3 +183,57 @@ async def test_http2_is_served_as_before() -> None:
                 assert response.http_version == "HTTP/2"
                 assert response.status_code == 200
                 assert response.json()["result"]["serverInfo"]["name"] == "http-test"
+
+
+# ------------------------------------------------------------ keep-alive
+
+
+async def one_answer(stream: trio.SocketStream, path: bytes = b"/healthz") -> bytes:
+    await stream.send_all(b"GET %s HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n" % path)
+    answer = b""
+    while not answer.endswith(b"}"):
+        chunk = await stream.receive_some()
+        assert chunk, "closed before the answer"
+        answer += chunk
+    return answer
+
+
+async def test_an_idle_connection_closes_after_the_keep_alive_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    slow_done = trio.Event()
+
+    async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+        await trio.sleep(20)  # busy for longer than the keep-alive timeout
+        await respond(send, 200, b'{"slow":true}')
+        slow_done.set()
+
+    server = HttpServer(make_app(), routes={"/slow": slow})
+    with trio.fail_after(60):  # virtual seconds
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            stream = await trio.open_tcp_stream("127.0.0.1", port_of(server))
+            async with stream:
+                assert (await one_answer(stream)).startswith(b"HTTP/1.1 200 ")
+                assert (await one_answer(stream, b"/slow")).endswith(b'{"slow":true}')  # busy: kept
+                await trio.sleep(4)
+                assert (await one_answer(stream)).startswith(b"HTTP/1.1 200 ")  # 4 s idle: kept
+                answered = trio.current_time()
+                assert await stream.receive_some() == b""  # then closed by the server
+                assert trio.current_time() - answered == pytest.approx(5)  # hypercorn's keep_alive_timeout
+            server.stop()
+
+
+async def test_a_stopping_server_closes_its_idle_connections_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with serving() as (server, _):
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", port_of(server))
+            async with stream:
+                assert (await one_answer(stream)).startswith(b"HTTP/1.1 200 ")
+                await trio.sleep(1)
+                stopped = trio.current_time()
+                server.stop()
+                assert await stream.receive_some() == b""
+                assert trio.current_time() - stopped < 1  # not the keep-alive timeout's 4 s left
