@@ -1,4 +1,5 @@
-""":class:`HttpServer`: a :class:`StreamableHttpApp` served by hypercorn's trio worker."""
+""":class:`HttpServer`: a :class:`StreamableHttpApp` served by hypercorn's trio
+connections (see :mod:`._hypercorn`)."""
 
 from __future__ import annotations
 
