@@ -404,6 +404,7 @@ async def test_body_limits_and_content_checks() -> None:
 
             streamed = await client.post(url, content=chunked(), headers=session.headers())
             assert streamed.status_code == 413
+            assert streamed.headers["connection"] == "close"  # its body is never read
             wrong_type = await client.post(
                 url,
                 content=json.dumps(session.request("ping")),

@@ -2,7 +2,7 @@
 stateless 2026-07-28 requests on the same endpoint).
 
 :class:`StreamableHttpApp` is the ASGI 3 app, :class:`HttpServer` runs it on
-hypercorn's trio worker. Sessions are found through a
+hypercorn's trio connections. Sessions are found through a
 :class:`SessionRegistry` (:class:`MemorySessionRegistry` by default);
 resumable SSE streams keep their events in an :class:`EventStore`
 (:class:`MemoryEventStore` by default).
@@ -17,7 +17,9 @@ MessageStream and routing), ``_streams`` (its SSE streams), ``_sessions``
 ``_config`` (settings), ``_cors``, ``_health`` (``/healthz``, ``/readyz``),
 ``_auth`` (the OAuth 2.1 resource server: metadata, challenges, scopes,
 sessions bound to their principal; ``auth=``), ``_metrics`` (``/metrics``,
-with ``metrics=``), ``_server`` (hypercorn).
+with ``metrics=``), ``_server`` (:class:`HttpServer`) and ``_hypercorn``
+(how it runs hypercorn: its connections, with one socket write per sized
+answer and one keep-alive task per connection).
 """
 
 from ._app import AsgiCallable, StreamableHttpApp

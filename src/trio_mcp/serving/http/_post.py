@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 
 __all__ = ["batch_limit", "handle_post"]
 
+#: A 413's headers: the rest of the body is never read, so the server closes
+#: the connection after the answer, and says so (a client that reused it
+#: would lose its next request).
+TOO_LARGE_HEADERS = ((b"connection", b"close"),)
+
 #: A JSON answer's two ASGI messages (start, body).
 Answer = tuple[dict[str, Any], dict[str, Any]]
 
@@ -57,14 +62,22 @@ async def handle_post(
     guard = Guard(app.watch, receive)
     try:
         try:
-            body, whole = body_nowait(receive, headers, settings.max_body_size)
+            body, whole = body_nowait(
+                receive, headers, settings.max_body_size, too_large_headers=TOO_LARGE_HEADERS
+            )
         except Disconnected:
             return
         with guard.scope:
             if not whole:
                 guard.read_slowly(settings.body_timeout)
                 try:
-                    body = await read_body(receive, headers, settings.max_body_size, start=body)
+                    body = await read_body(
+                        receive,
+                        headers,
+                        settings.max_body_size,
+                        too_large_headers=TOO_LARGE_HEADERS,
+                        start=body,
+                    )
                 except Disconnected:
                     return
                 guard.body_read()

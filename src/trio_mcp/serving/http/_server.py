@@ -1,4 +1,5 @@
-""":class:`HttpServer`: a :class:`StreamableHttpApp` served by hypercorn's trio worker."""
+""":class:`HttpServer`: a :class:`StreamableHttpApp` served by hypercorn's trio
+connections (see :mod:`._hypercorn`)."""
 
 from __future__ import annotations
 
@@ -154,7 +155,8 @@ class HttpServer:
 
     async def run(self, *, task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED) -> None:
         from hypercorn.config import Config
-        from hypercorn.trio import serve
+
+        from ._hypercorn import serve
 
         config = Config()
         host = self.host
@@ -166,7 +168,7 @@ class HttpServer:
             if self.cluster is not None:
                 await nursery.start(self.cluster.run, self.asgi)
             await nursery.start(self.asgi.run)
-            binds = await nursery.start(_serve, serve, self.asgi, config, self._listener_stop.wait)
+            binds = await nursery.start(serve, self.asgi, config, self._listener_stop.wait)
             port = _port_of(binds[0]) if binds else self.port
             self.info = ServerInfo.at("http", host, port, self.asgi.settings.path)
             if self.asgi.auth is not None:
@@ -189,12 +191,6 @@ class HttpServer:
 
     def statistics(self) -> HttpServerStatistics:
         return self.asgi.statistics()
-
-
-async def _serve(
-    serve: Any, app: Any, config: Any, trigger: Any, *, task_status: trio.TaskStatus[Any]
-) -> None:
-    await serve(app, config, shutdown_trigger=trigger, task_status=task_status)
 
 
 def _port_of(bind: str) -> int:
