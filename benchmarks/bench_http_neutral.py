@@ -20,7 +20,11 @@ in an order rotated every round:
   ``StreamableHTTPServerTransport`` with ``enableJsonResponse: true``);
 * ``floor``: ``servers/floor_http_server.py`` (hypercorn's trio worker, configured as
   ``HttpServer`` configures it, serving an ASGI app that answers a fixed small JSON
-  body: the most any server on that stack could serve).
+  body: the most any server on that stack could serve);
+* ``floor-conn``: the same app served through the hypercorn connection ``HttpServer``
+  uses (``--our-connection``: one socket write per answer, one keep-alive timer per
+  connection), so ours/floor-conn is what the MCP layer alone adds; issue 11's targets
+  are against the stock ``floor``.
 
 Each serves ``echo(text)``. For each server the driver runs, per era, one row
 per concurrency (``seq`` and ``c64``): ``handshake`` (initialize +
@@ -35,7 +39,7 @@ window count. A row: calls/s, p50/p99
 latency, the server's CPU µs per call (``/proc/<pid>/stat`` utime+stime over
 the measured window), the driver's own CPU µs per call, and the server's
 peak RSS. Reported: the median over the rounds (min–max), and per round the
-ratios ours/SDK, ours/TS, ours/floor (calls/s and CPU per call) and SSE/JSON,
+ratios ours/SDK, ours/TS, ours/floor, ours/floor-conn (calls/s and CPU per call) and SSE/JSON,
 with each round's load average.
 """
 
@@ -80,6 +84,10 @@ OURS_SSE = "trio-mcp sse"
 SDK = "mcp-sdk"
 TS = "ts-sdk"
 FLOOR = "floor"
+#: The same do-nothing app served through our hypercorn connection (see
+#: ``servers/floor_http_server.py --our-connection``): ours over it is the MCP
+#: layer alone; the issue's targets stay against the stock floor.
+FLOOR_CONN = "floor-conn"
 HANDSHAKE = "handshake"
 MODERN = "2026-07-28"
 SECONDS = 3.0  # per row, by default
@@ -114,17 +122,23 @@ TARGETS_ALL = (
     ),
     Target(TS, (HANDSHAKE,), lambda args: [args.node, str(HERE / "drivers" / "ts_http_server.mjs")]),
     Target(FLOOR, (HANDSHAKE, MODERN), _python("floor_http_server.py"), handshake=False),
+    Target(
+        FLOOR_CONN,
+        (HANDSHAKE, MODERN),
+        _python("floor_http_server.py", "--our-connection"),
+        handshake=False,
+    ),
 )
 #: (metric, numerator, denominator) of the per-round ratios; > 1 on
 #: calls/s means the numerator serves more, on CPU that it spends more.
 RATIOS = [
     (metric, num, den)
     for metric in ("calls_per_s", "server_cpu_us")
-    for num, den in ((OURS, SDK), (OURS, TS), (OURS, FLOOR), (OURS_SSE, OURS))
+    for num, den in ((OURS, SDK), (OURS, TS), (OURS, FLOOR), (OURS, FLOOR_CONN), (OURS_SSE, OURS))
 ]
 #: How a ratio's sides are named: ``ours/sdk``, ``sse/json``...
 NUM_NAMES = {OURS: "ours", OURS_SSE: "sse"}
-DEN_NAMES = {SDK: "sdk", TS: "ts", FLOOR: "floor", OURS: "json"}
+DEN_NAMES = {SDK: "sdk", TS: "ts", FLOOR: "floor", FLOOR_CONN: "floor-conn", OURS: "json"}
 METRICS = ("calls_per_s", "p50_us", "p99_us", "server_cpu_us", "driver_cpu_us", "peak_rss_mb")
 
 
@@ -218,7 +232,8 @@ def print_report(doc: dict[str, Any]) -> None:
     )
     h = s["hypercorn"]
     print(
-        f"hypercorn {h['version']} (ours and the floor alike): {h['worker']}, keep-alive on "
+        f"hypercorn {h['version']} (ours and the floors alike; floor-conn and ours through trio-mcp's connection, "
+        f"one write per answer): {h['worker']}, keep-alive on "
         f"(timeout {h['keep_alive_timeout']:g} s, at most {h['keep_alive_max_requests']} requests per "
         f"connection), h11_max_incomplete_size {h['h11_max_incomplete_size']}, backlog {h['backlog']}, "
         "access log off"

@@ -35,6 +35,7 @@ ERAS = {
     "mcp-sdk": (HANDSHAKE, MODERN),
     "ts-sdk": (HANDSHAKE,),
     "floor": (HANDSHAKE, MODERN),
+    "floor-conn": (HANDSHAKE, MODERN),
 }
 EXPECTED_ROWS = {(impl, era, c) for impl, eras in ERAS.items() for era in eras for c in (1, 64)}
 EXPECTED_RATIOS = {
@@ -45,7 +46,7 @@ EXPECTED_RATIOS = {
         for c in ("seq", "c64")
     }
     for metric in ("calls_per_s", "server_cpu_us")
-    for pair in ("ours/sdk", "ours/ts", "ours/floor", "sse/json")
+    for pair in ("ours/sdk", "ours/ts", "ours/floor", "ours/floor-conn", "sse/json")
 }
 ROW_NUMBERS = (
     "calls",

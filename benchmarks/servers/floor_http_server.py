@@ -10,7 +10,10 @@ does no MCP work at all: it reads the request body and answers every request
 with the same fixed JSON-RPC result (what the echo tool's ``tools/call``
 answer looks like), ``content-type: application/json`` and a
 ``content-length``. What it serves is the most any MCP server on this HTTP
-stack could serve. Prints ``url <url>`` on stdout once it listens, then serves
+stack could serve. With ``--our-connection`` it is served through the
+connection trio-mcp's :class:`HttpServer` uses over hypercorn (one socket
+write per answer, one keep-alive timer per connection), so that ours over it
+is what the MCP layer alone adds. Prints ``url <url>`` on stdout once it listens, then serves
 until SIGINT/SIGTERM or until its stdin closes (so it never outlives the
 benchmark that started it).
 """
@@ -59,6 +62,12 @@ async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument(
+        "--our-connection",
+        action="store_true",
+        help="serve through trio-mcp's hypercorn connection (one write per answer, one keep-alive"
+        " timer per connection: trio_mcp.serving.http._hypercorn) instead of stock hypercorn's",
+    )
     return parser.parse_args(argv)
 
 
@@ -67,7 +76,11 @@ def main(argv: list[str]) -> int:
 
     import trio
     from hypercorn.config import Config
-    from hypercorn.trio import serve
+    from hypercorn.trio import serve as stock_serve
+
+    serve: Any = stock_serve
+    if args.our_connection:
+        from trio_mcp.serving.http._hypercorn import serve
 
     async def stdin_closed() -> None:
         # Returns at EOF (or an error) on stdin: the benchmark went away.
