@@ -221,7 +221,10 @@ class StreamableHttpApp(AsgiApp):
         self.listening: set[HttpSessionStream] = set()
         self._stop = trio.Event()
         self._lifespan_ready = trio.Event()
-        self._retained: deque[tuple[float, HttpSessionStream, str]] = deque()
+        #: Completed streams to forget, three items each (deadline, session,
+        #: stream id) rather than a tuple each: a busy SSE server keeps tens of
+        #: thousands, and the collector walks every container it keeps.
+        self._retained: deque[Any] = deque()
         self._retained_wakeup = trio.Event()
         self._dropped = 0
         self._created = 0
@@ -420,7 +423,10 @@ class StreamableHttpApp(AsgiApp):
         if self.event_store is None or stream_id not in session.stored_streams:
             return
         deadline = trio.current_time() + self.settings.completed_stream_retention
-        self._retained.append((deadline, session, stream_id))
+        retained = self._retained
+        retained.append(deadline)
+        retained.append(session)
+        retained.append(stream_id)
         self._retained_wakeup.set()
 
     async def _janitor(self) -> None:
@@ -433,11 +439,14 @@ class StreamableHttpApp(AsgiApp):
                 self._retained_wakeup = trio.Event()
                 await self._retained_wakeup.wait()
                 continue
-            await trio.sleep_until(retained[0][0] + tick)
+            await trio.sleep_until(retained[0] + tick)
             now = trio.current_time()
             due = []
-            while retained and retained[0][0] <= now:
-                _, session, stream_id = retained.popleft()
+            take = retained.popleft
+            while retained and retained[0] <= now:
+                take()
+                session: HttpSessionStream = take()
+                stream_id: str = take()
                 if stream_id in session.stored_streams:
                     session.stored_streams.discard(stream_id)
                     due.append(stream_id)

@@ -59,6 +59,19 @@ class EventStore(Protocol):
         ...
 
 
+class _Kept:
+    """One stream's newest events (their data alone: ``events[i]`` has the
+    sequence number ``next - len(events) + i``) and its next sequence
+    number. Two containers a stream, however many events: a busy server
+    keeps thousands of streams, and the collector walks every container."""
+
+    __slots__ = ("events", "next")
+
+    def __init__(self, max_events: int) -> None:
+        self.next = 0
+        self.events: deque[bytes] = deque(maxlen=max_events)
+
+
 class MemoryEventStore:
     """An in-process, bounded :class:`EventStore`.
 
@@ -74,8 +87,7 @@ class MemoryEventStore:
             raise ValueError("max_streams must be at least 1")
         self.max_events_per_stream = max_events_per_stream
         self.max_streams = max_streams
-        # stream id -> (next sequence number, events as (seq, data))
-        self._streams: OrderedDict[str, tuple[list[int], deque[tuple[int, bytes]]]] = OrderedDict()
+        self._streams: OrderedDict[str, _Kept] = OrderedDict()
         self.events_evicted = 0
         self.streams_evicted = 0
 
@@ -85,20 +97,20 @@ class MemoryEventStore:
     def store_event_nowait(self, stream_id: str, data: bytes) -> str:
         if _SEP in stream_id:
             raise ValueError(f"stream ids must not contain {_SEP!r}")
-        entry = self._streams.get(stream_id)
-        if entry is None:
+        kept = self._streams.get(stream_id)
+        if kept is None:
             while len(self._streams) >= self.max_streams:
                 self._streams.popitem(last=False)
                 self.streams_evicted += 1
-            entry = self._streams[stream_id] = ([0], deque(maxlen=self.max_events_per_stream))
+            kept = self._streams[stream_id] = _Kept(self.max_events_per_stream)
         else:
             self._streams.move_to_end(stream_id)
-        counter, events = entry
-        seq = counter[0]
-        counter[0] = seq + 1
+        events = kept.events
+        seq = kept.next
+        kept.next = seq + 1
         if len(events) == events.maxlen:
             self.events_evicted += 1
-        events.append((seq, data))
+        events.append(data)
         return f"{stream_id}{_SEP}{seq}"
 
     @staticmethod
@@ -119,10 +131,13 @@ class MemoryEventStore:
         if parsed is None:
             return None
         stream_id, last = parsed
-        entry = self._streams.get(stream_id)
-        if entry is None:
+        kept = self._streams.get(stream_id)
+        if kept is None:
             return None
-        return [(f"{stream_id}{_SEP}{seq}", data) for seq, data in entry[1] if seq > last]
+        events = kept.events
+        first = kept.next - len(events)  # the sequence number of events[0]
+        skip = max(0, last + 1 - first)
+        return [(f"{stream_id}{_SEP}{first + i}", events[i]) for i in range(skip, len(events))]
 
     async def forget_stream(self, stream_id: str) -> None:
         self._streams.pop(stream_id, None)
@@ -130,7 +145,7 @@ class MemoryEventStore:
     def statistics(self) -> dict[str, int]:
         return {
             "streams": len(self._streams),
-            "events": sum(len(e[1]) for e in self._streams.values()),
+            "events": sum(len(kept.events) for kept in self._streams.values()),
             "events_evicted": self.events_evicted,
             "streams_evicted": self.streams_evicted,
         }

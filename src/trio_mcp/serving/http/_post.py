@@ -95,15 +95,17 @@ async def handle_post(
                     app.response_ended()
     finally:
         guard.end()
+    by_peer, on_cancel, serving = guard.cancelled_by_peer, guard.on_cancel, guard.serving
+    guard.on_cancel = guard.serving = None  # (the guard may outlive the POST in the watch's queue)
     if not guard.scope.cancelled_caught:
         return
-    if guard.cancelled_by_peer:
+    if by_peer:
         # The client cancelled the request served in this POST's task: it is
         # never answered; the POST gets 202, or its SSE stream ends (see _post_session).
-        if guard.on_cancel is not None:
-            await guard.on_cancel()
+        if on_cancel is not None:
+            await on_cancel()
         else:
-            await respond(send, 202, b"", guard.serving or ())
+            await respond(send, 202, b"", serving or ())
         return
     if guard.body_timed_out:
         # A stalled body: the server then closes the connection, whose body is unread.

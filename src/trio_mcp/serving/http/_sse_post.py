@@ -163,9 +163,12 @@ class InlineSse:
             self.app._sse_connections -= 1
             self.app.response_ended()
         conn = self.conn
-        if conn.complete and self.ended:
-            conn.complete = False  # (forgotten once)
-            self.app.forget_later(self.session, self.stream.id)
+        if self.ended:
+            if conn.complete:
+                conn.complete = False  # (forgotten once)
+                self.app.forget_later(self.session, self.stream.id)
+            if conn.inline is self:
+                conn.inline = None  # nothing more to write: no cycle left for the collector
 
     # ------------------------------------------------------------ writes
 

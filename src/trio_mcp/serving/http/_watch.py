@@ -153,9 +153,21 @@ class Guard:
             watcher.cancel()
 
     def end(self) -> None:
-        """The POST is over."""
+        """The POST is over. The guard may wait in the watch's queue for up to
+        ``disconnect_watch_delay`` more, so it lets go of what it was handed
+        (the POST's ``receive``, the callbacks of its answer's writer): a
+        fast server would otherwise keep every POST of the last second alive,
+        and their cycles for the collector's full passes. ``on_cancel`` and
+        ``serving`` stay for ``handle_post``'s last word, which clears them."""
         self.over = True
         self.stop_watching()
+        self.receive = _over
+        self.ping = self.on_gone = self.on_watch = None
+
+
+async def _over() -> dict[str, Any]:
+    """A finished POST's ``receive`` (see :meth:`Guard.end`)."""
+    return {"type": "http.disconnect"}
 
 
 class DisconnectWatch:
