@@ -26,7 +26,7 @@ import trio
 
 from trio_mcp.actors import Peer
 from trio_mcp.protocol import PARSE_ERROR, ConnectionClosed, InvalidMessage, Notification, Request, Response
-from trio_mcp.transports import TransportClosed, TransportError, _process
+from trio_mcp.transports import TransportClosed, TransportError, _process, _stdio_stream
 from trio_mcp.transports.stdio import (
     StdioExit,
     StdioServerParameters,
@@ -236,6 +236,54 @@ async def test_receive_is_a_cancel_point_with_or_without_input_and_loses_no_fram
         with trio.fail_after(TIMEOUT):
             second = await stream.receive()
         assert (first.id, second.id) == (1, 2)  # type: ignore[union-attr]
+    finally:
+        await stream.aclose()
+        os.close(w)
+        os.close(r)
+
+
+async def test_a_drained_read_reads_again_after_one_pass_before_it_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a read that drained the input, ``receive`` lets the run loop pass
+    once and reads again before it waits for input: a line written within
+    that pass (a peer sending its next call as soon as it has an answer) is
+    read without a wait; one written later is waited for. (Whether the
+    writer runs before or after the reader within that pass is trio's choice,
+    made at random: over 20 tries, some lines must be read without a wait;
+    before this change every one of them was waited for.)"""
+    waits = 0
+    wait_readable = _stdio_stream._wait_readable
+
+    async def counted(fd: int) -> None:
+        nonlocal waits
+        waits += 1
+        await wait_readable(fd)
+
+    monkeypatch.setattr(_stdio_stream, "_wait_readable", counted)
+    stream, w, r = _stream_pair()
+
+    async def write(ident: int, delay: float = 0.0) -> None:
+        if delay:
+            await trio.sleep(delay)
+        os.write(w, b'{"jsonrpc":"2.0","id":%d,"method":"a"}\n' % ident)
+
+    try:
+        with trio.fail_after(TIMEOUT):
+            await write(0)
+            received = [await stream.receive()]  # this read drains the input
+            assert stream.take_nowait() is None and waits == 0
+            for ident in range(1, 21):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(write, ident)  # runs in the reader's pass
+                    received.append(await stream.receive())
+            assert waits < 20
+            before = waits
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(write, 21, 0.05)
+                received.append(await stream.receive())
+            assert waits == before + 1
+        assert [m.id for m in received] == list(range(22))  # type: ignore[union-attr]
     finally:
         await stream.aclose()
         os.close(w)
