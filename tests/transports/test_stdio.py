@@ -242,16 +242,18 @@ async def test_receive_is_a_cancel_point_with_or_without_input_and_loses_no_fram
         os.close(r)
 
 
-async def test_a_drained_read_reads_again_after_one_pass_before_it_waits(
+async def test_a_drained_read_answered_reads_again_after_one_pass_before_it_waits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """After a read that drained the input, ``receive`` lets the run loop pass
-    once and reads again before it waits for input: a line written within
-    that pass (a peer sending its next call as soon as it has an answer) is
-    read without a wait; one written later is waited for. (Whether the
-    writer runs before or after the reader within that pass is trio's choice,
-    made at random: over 20 tries, some lines must be read without a wait;
-    before this change every one of them was waited for.)"""
+    """After a read that drained the input and answers written since, ``receive``
+    lets the run loop pass once and reads again before it waits for input: a
+    line written within that pass (a peer sending its next call as soon as it
+    has an answer) is read without a wait; one written later is waited for,
+    and so is any line after a read that was not answered (a gateway's stream
+    passes what it reads to another process: nothing comes back at once).
+    (Whether the writer runs before or after the reader within the pass is
+    trio's choice, made at random: over 20 tries, some lines must be read
+    without a wait; before this change every one of them was waited for.)"""
     waits = 0
     wait_readable = _stdio_stream._wait_readable
 
@@ -268,22 +270,28 @@ async def test_a_drained_read_reads_again_after_one_pass_before_it_waits(
             await trio.sleep(delay)
         os.write(w, b'{"jsonrpc":"2.0","id":%d,"method":"a"}\n' % ident)
 
+    async def receive_after(ident: int, answer: bool, delay: float = 0.0) -> Any:
+        if answer:
+            await stream.send_lines([Response(id=ident - 1, result={})])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write, ident, delay)  # at once: runs in the reader's pass
+            return await stream.receive()
+
     try:
         with trio.fail_after(TIMEOUT):
             await write(0)
             received = [await stream.receive()]  # this read drains the input
             assert stream.take_nowait() is None and waits == 0
             for ident in range(1, 21):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(write, ident)  # runs in the reader's pass
-                    received.append(await stream.receive())
+                received.append(await receive_after(ident, answer=True))
             assert waits < 20
             before = waits
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(write, 21, 0.05)
-                received.append(await stream.receive())
+            received.append(await receive_after(21, answer=True, delay=0.05))
             assert waits == before + 1
-        assert [m.id for m in received] == list(range(22))  # type: ignore[union-attr]
+            for ident in range(22, 27):  # not answered: straight to the wait
+                received.append(await receive_after(ident, answer=False))
+            assert waits == before + 6
+        assert [m.id for m in received] == list(range(27))  # type: ignore[union-attr]
     finally:
         await stream.aclose()
         os.close(w)
