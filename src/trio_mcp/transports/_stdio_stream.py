@@ -125,7 +125,7 @@ class StdioStream:
         self._scan = 0  # no newline in _rbuf before this offset
         self._skipping = False  # inside an overlong line
         self._eof = False
-        self._drained = False  # the last read did not fill a chunk: wait before the next
+        self._drained = False  # the last read did not fill a chunk: wait before the next (see _fill)
         self._out_at_read = 0  # _bytes_out at the last read (see _fill)
         self._read_scope: trio.CancelScope | None = None
         self._waiting = False  # waiting for input outside _read_scope

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp.server import MCPServer
 from trio_mcp.serving.http._eventstore import MemoryEventStore
 from trio_mcp.serving.http._sse_post import InlineSse
 from trio_mcp.serving.http._streams import Conn, OutStream
@@ -31,16 +30,6 @@ from .test_fast_path import until_true
 from .test_server import TIMEOUT, http, initialize, serving
 
 CALLS = 20
-
-
-def _app() -> MCPServer:
-    app = MCPServer("heap")
-
-    @app.tool
-    async def echo(text: str) -> str:
-        return text
-
-    return app
 
 
 @contextmanager
@@ -59,7 +48,7 @@ def _alive(kind: type) -> list[Any]:
 
 @pytest.mark.parametrize("json_response", [True, False], ids=["json", "sse"])
 async def test_a_finished_post_leaves_nothing_behind_but_its_stored_events(json_response: bool) -> None:
-    async with serving(_app(), json_response=json_response) as (server, url), http() as client:
+    async with serving(json_response=json_response) as (server, url), http() as client:
         with trio.fail_after(TIMEOUT):
             session = await initialize(client, url)
             call = session.request("tools/call", {"name": "echo", "arguments": {"text": "warm"}})
