@@ -157,8 +157,11 @@ class CliServer:
     def __init__(self, args: list[str], python: str = sys.executable) -> None:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - open as long as the server runs
         cmd = [python, "-m", "trio_mcp.cli", "run", str(SERVER), "-t", "http", "--port", "0", *args]
+        # PYTHONFAULTHANDLER: a server that does not start is sent SIGABRT and
+        # writes where its threads stood into its log (see _started).
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log
+            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log, env=env
         )
         self.workers = "--workers" in args and args[args.index("--workers") + 1] != "1"
         try:
@@ -170,8 +173,7 @@ class CliServer:
     def _started(self) -> tuple[str, list[int]]:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            self.log.seek(0)
-            text = self.log.read().decode(errors="replace")
+            text = self._said()
             url = re.search(r"^serving .* at (\S+)$", text, re.MULTILINE)
             pids = re.search(r"\(pids ([\d, ]+)\)", text)
             if url and (pids or not self.workers):
@@ -180,7 +182,19 @@ class CliServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the server exited (status {self.proc.returncode}):\n{text}")
             time.sleep(0.05)
-        raise RuntimeError(f"the server did not start within {START_TIMEOUT:g} s")
+        self.proc.send_signal(signal.SIGABRT)  # its stacks, into the log
+        try:
+            self.proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+        text = self._said()
+        raise RuntimeError(f"the server did not start within {START_TIMEOUT:g} s; its log:\n{text}")
+
+    def _said(self) -> str:
+        """The log so far, read at its offsets: the server writes through the
+        same open file, so a seek here would move where its next line lands
+        (over the lines before it)."""
+        return os.pread(self.log.fileno(), 1 << 20, 0).decode(errors="replace")
 
     def wait_leased(self) -> None:
         """Until every process holds its cluster lease: ``/readyz`` (each

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import signal
 import subprocess
@@ -527,8 +528,10 @@ def test_sdk_client_against_our_cli_ws_server(
         deadline = time.monotonic() + CLI_START_TIMEOUT
         url = None
         while url is None and time.monotonic() < deadline and server.poll() is None:
-            log.seek(0)
-            found = re.search(rb"serving \S+ over ws at (ws://127\.0\.0\.1:\d+/mcp)\n", log.read())
+            # pread: the CLI writes through this same open file, and a seek here
+            # would move where its next line lands (over the lines before it).
+            said_so_far = os.pread(log.fileno(), 1 << 20, 0)
+            found = re.search(rb"serving \S+ over ws at (ws://127\.0\.0\.1:\d+/mcp)\n", said_so_far)
             url = found.group(1).decode() if found else None
             if url is None:
                 time.sleep(0.02)
