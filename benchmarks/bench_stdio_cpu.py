@@ -25,6 +25,9 @@ only on a busy machine). Targets, one process each, rotated over the rounds:
 * ``gateway``: ``trio-mcp gateway FILE -t stdio`` in front of ``trio_echo_server.py``;
 * ``relay``: ``servers/trio_relay.py`` in front of ``trio_echo_server.py``: bytes
   relayed by trio, nothing parsed (the floor of any trio gateway);
+* ``routing-relay``: ``servers/trio_routing_relay.py`` in front of it: each line
+  decoded, its id and tool name swapped, encoded again (the floor of a trio
+  gateway that routes);
 * ``gateway-baseline``: ``gateway`` with ``trio_mcp`` from ``--baseline SRC``;
 * ``trio-floor``: ``servers/trio_floor_server.py``, a trio JSON-lines echo with no
   MCP at all: what our server adds is its figure less this one;
@@ -72,6 +75,8 @@ from _report import cpu_ns, load_average
 OURS = HERE / "servers" / "trio_echo_server.py"
 TS = DRIVERS / "ts_stdio_server.mjs"
 FLOOR = HERE / "servers" / "trio_floor_server.py"
+#: The targets that front our echo server (their own CPU is reported apart).
+PROXIES = ("gateway", "gateway-baseline", "relay", "routing-relay")
 PAYLOAD = "hello, benchmark"
 CALL = (
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
@@ -177,7 +182,7 @@ class Driver:
 def server_pids(driver: Driver, target: str) -> list[int]:
     """The processes whose CPU time counts: the server, or the gateway and its children."""
     pids = [driver.proc.pid]
-    if target in ("gateway", "gateway-baseline", "relay"):
+    if target in PROXIES:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             children = Path(f"/proc/{driver.proc.pid}/task/{driver.proc.pid}/children").read_text().split()
@@ -209,8 +214,9 @@ def command(target: str, args: argparse.Namespace, workdir: Path) -> tuple[list[
         ], env if target == "gateway" else env | {"PYTHONPATH": str(args.baseline)}
     if target == "trio-floor":
         return [sys.executable, str(FLOOR)], env
-    if target == "relay":
-        return [sys.executable, str(HERE / "servers" / "trio_relay.py"), sys.executable, str(OURS)], env
+    if target in ("relay", "routing-relay"):
+        relay = HERE / "servers" / ("trio_relay.py" if target == "relay" else "trio_routing_relay.py")
+        return [sys.executable, str(relay), sys.executable, str(OURS)], env
     if target == "baseline":
         env["PYTHONPATH"] = str(args.baseline)  # another checkout's trio_mcp first
     return [sys.executable, str(OURS)], env
@@ -221,12 +227,12 @@ def run_one(
 ) -> dict[str, Any]:
     argv, env = command(target, args, workdir)
     prof = None
-    if args.profile is not None and target in ("trio-mcp", "gateway"):
+    if args.profile is not None and target in ("trio-mcp", "gateway", "routing-relay"):
         # Our server, or the gateway process (not its server).
         prof = Path(args.profile) / f"{target}-c{concurrency}.prof"
         argv = [sys.executable, str(HERE / "servers" / "profiled.py"), str(prof), *argv[1:]]
     driver = Driver(argv, env)
-    if target.startswith("gateway"):
+    if target.startswith("gateway") or target == "routing-relay":
         driver.tool = b"echo__echo"  # the gateway's name for the server's tool
     try:
         driver.initialize()
@@ -277,7 +283,7 @@ def callgrind(target: str, concurrency: int, args: argparse.Namespace, workdir: 
         steady = ["--instr-atstart=no"] if args.steady else []
         argv = ["valgrind", "--tool=callgrind", *steady, f"--callgrind-out-file={out}", *argv]
         driver = Driver(argv, env, read_timeout=10 * READ_TIMEOUT)
-        if target.startswith("gateway"):
+        if target.startswith("gateway") or target == "routing-relay":
             driver.tool = b"echo__echo"
         try:
             driver.initialize()
@@ -309,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--targets",
         default="trio-mcp,ts-sdk",
-        help="trio-mcp, ts-sdk, trio-floor, gateway, gateway-baseline, relay, baseline (default %(default)s)",
+        help="trio-mcp, ts-sdk, trio-floor, gateway, gateway-baseline, relay, routing-relay, baseline "
+        "(default %(default)s)",
     )
     parser.add_argument("--concurrencies", default="1,8,64,256", help="calls in flight (default %(default)s)")
     parser.add_argument(
@@ -393,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"c{c}: {name} CPU/call above the trio floor = {med[name] - med['trio-floor']:.1f} us"
                     )
-        for proxy in ("gateway", "gateway-baseline", "relay"):
+        for proxy in PROXIES:
             if "trio-mcp" in med and proxy in med:
                 print(f"c{c}: direct CPU/call / {proxy} = {med['trio-mcp'] / med[proxy]:.2f}")
             if proxy in med:

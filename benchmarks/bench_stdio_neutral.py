@@ -31,7 +31,10 @@ rotated every round, each serving ``echo(text)``:
   TypeScript SDK (``floor/ts``) and how much of it our server keeps (``ours/floor``).
 
 Run only when named: ``gateway`` (our echo server behind ``trio-mcp gateway``),
-``relay`` (behind ``servers/trio_relay.py``, which only copies lines) and
+``relay`` (behind ``servers/trio_relay.py``, which only copies lines),
+``routing-relay`` (behind ``servers/trio_routing_relay.py``, which decodes each
+line, swaps its id and tool name and encodes it again: the floor of a proxy
+that routes) and
 ``gateway-base`` (``gateway`` importing ``trio_mcp`` from ``--baseline``, another
 checkout's ``src``: a change against its base in one run); their server CPU is
 the front process's alone.
@@ -104,6 +107,7 @@ RATIOS = [
     (OURS, "baseline", "ours/baseline"),
     ("gateway", OURS, "gateway/direct"),
     ("relay", OURS, "relay/direct"),
+    ("routing-relay", OURS, "routing-relay/direct"),
     ("gateway-base", OURS, "gateway-base/direct"),
     ("gateway", "gateway-base", "gateway/gateway-base"),
 ]
@@ -149,6 +153,15 @@ TARGETS_ALL = (
         "echo__echo",
     ),
     Target("relay", HERE / "servers" / "trio_relay.py", "ours", (sys.executable, str(ECHO_SERVER))),
+    # Behind a trio process that decodes each line, swaps its id and tool name
+    # and encodes it again: the floor of a trio proxy that routes.
+    Target(
+        "routing-relay",
+        HERE / "servers" / "trio_routing_relay.py",
+        "ours",
+        (sys.executable, str(ECHO_SERVER)),
+        "echo__echo",
+    ),
     # The gateway of another checkout (--baseline: its src folder, put first
     # on PYTHONPATH), to compare a change with its base in the same run.
     Target(

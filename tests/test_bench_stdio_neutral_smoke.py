@@ -132,17 +132,24 @@ def test_the_spread_is_the_largest_round_over_the_smallest() -> None:
     }
 
 
-def test_bench_stdio_neutral_measures_the_gateway_and_the_relay_against_direct() -> None:
+def test_bench_stdio_neutral_measures_the_gateway_and_the_relays_against_direct() -> None:
     """The targets run only when named: our echo server behind `trio-mcp
-    gateway` (its tool called as echo__echo) and behind the line relay."""
-    doc = json.loads(run_bench("--json", "--targets", "trio-mcp,gateway,relay", "--concurrencies", "1,64"))
+    gateway` (its tool called as echo__echo), behind the line relay and
+    behind the routing relay (echo__echo renamed echo: the driver fails on
+    an error answer, so every call counted was routed)."""
+    targets = "trio-mcp,gateway,relay,routing-relay"
+    doc = json.loads(run_bench("--json", "--targets", targets, "--concurrencies", "1,64"))
     rows = doc["rows"]
     assert sorted((r["impl"], r["concurrency"]) for r in rows) == sorted(
-        (i, c) for i in ("trio-mcp", "gateway", "relay") for c in (1, 64)
+        (i, c) for i in targets.split(",") for c in (1, 64)
     )
     for row in rows:
         assert row["calls"] > 0 and row["server_cpu_us"] > 0, row
     ratios = doc["summary"]["ratios"]
-    assert set(ratios) == {"calls_per_s gateway/direct", "calls_per_s relay/direct"}
+    assert set(ratios) == {
+        "calls_per_s gateway/direct",
+        "calls_per_s relay/direct",
+        "calls_per_s routing-relay/direct",
+    }
     for per in ratios.values():
         assert set(per) == {"seq", "c64"} and all(v["median"] > 0 for v in per.values()), per
