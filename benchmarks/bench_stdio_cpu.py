@@ -228,7 +228,7 @@ def run_one(
     argv, env = command(target, args, workdir)
     prof = None
     if args.profile is not None and target in ("trio-mcp", "gateway", "routing-relay"):
-        # Our server, or the gateway process (not its server).
+        # Our server, or the gateway's or the routing relay's process (not its server).
         prof = Path(args.profile) / f"{target}-c{concurrency}.prof"
         argv = [sys.executable, str(HERE / "servers" / "profiled.py"), str(prof), *argv[1:]]
     driver = Driver(argv, env)

@@ -86,6 +86,10 @@ class Ids:
             params = call.params
             tool = tools.get(params.name)
             if tool is None or call.method != "tools/call":
+                for done in calls:  # the slow way for the whole read: the ids taken so far given back
+                    if done is call:
+                        break
+                    del clients[done.id]
                 return self._others(read_messages(lines))
             params.name = tool
             ident = ids()

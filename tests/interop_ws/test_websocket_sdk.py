@@ -535,8 +535,7 @@ def test_sdk_client_against_our_cli_ws_server(
             url = found.group(1).decode() if found else None
             if url is None:
                 time.sleep(0.02)
-        log.seek(0)
-        said = log.read().decode(errors="replace")
+        said = os.pread(log.fileno(), 1 << 20, 0).decode(errors="replace")
     assert url is not None, (
         f"the CLI did not report its address within {CLI_START_TIMEOUT} s; it said:\n{said}"
     )
