@@ -199,6 +199,9 @@ async def test_calls_fail_clearly_when_the_server_stays_down(autojump_clock: tri
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             conn = await nursery.start(Connection(servers, settings=settings).run)
+            # Every later start fails: the backoff's jitter may retry within the
+            # 2 s (its delay is anywhere in [0, 100] s), and the server stays down.
+            servers.fail_starts = 1_000_000
             await servers.current.kill()
             start = trio.current_time()
             with pytest.raises(ConnectionClosed, match="not reconnected within 2.0 s"):
