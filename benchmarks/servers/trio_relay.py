@@ -15,8 +15,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 
 import trio
+
+
+async def write_all(dst: int, data: bytes) -> None:
+    """Write all of ``data`` to the non-blocking ``dst``, waiting while it is full."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(dst, view)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(dst)
+            continue
+        view = view[n:]
 
 
 async def pump(src: int, dst: int) -> None:
@@ -29,29 +42,28 @@ async def pump(src: int, dst: int) -> None:
             continue
         if not data:
             return
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(dst, view)
-            except BlockingIOError:
-                await trio.lowlevel.wait_writable(dst)
-                continue
-            view = view[n:]
+        await write_all(dst, data)
 
 
-async def relay(child: subprocess.Popen[bytes]) -> int:
+Pump = Callable[[int, int], Awaitable[None]]
+
+
+async def relay(child: subprocess.Popen[bytes], upstream: Pump = pump, downstream: Pump = pump) -> int:
+    """Relay this process's stdin to ``child`` with ``upstream`` and the
+    child's stdout to this process's stdout with ``downstream``, until stdin
+    ends and the child exits; its exit status."""
     assert child.stdin is not None and child.stdout is not None
     to_child, from_child = child.stdin.fileno(), child.stdout.fileno()
     for fd in (0, 1, to_child, from_child):
         os.set_blocking(fd, False)
     async with trio.open_nursery() as nursery:
 
-        async def downstream() -> None:
-            await pump(from_child, 1)
+        async def answers() -> None:
+            await downstream(from_child, 1)
             nursery.cancel_scope.cancel()
 
-        nursery.start_soon(downstream)
-        await pump(0, to_child)
+        nursery.start_soon(answers)
+        await upstream(0, to_child)
         child.stdin.close()  # the server sees EOF and exits; downstream drains its last answers
     return await trio.to_thread.run_sync(child.wait)
 

@@ -3,8 +3,8 @@ id and tool name swapped, written again; nothing else.
 
     .venv/bin/python benchmarks/servers/trio_routing_relay.py COMMAND [ARGS...]
 
-Spawns ``COMMAND`` and relays its stdin and stdout as ``trio_relay.py``
-does (one trio task per direction: read everything there is, one write,
+Spawns ``COMMAND`` and relays its stdin and stdout with ``trio_relay.py``'s
+``relay`` (one trio task per direction: read everything there is, one write,
 wait only when nothing is left), but understands what it relays, as the
 least a gateway in front of several clients and servers must. The complete
 lines of a read are decoded in one msgspec call (as plain ``tools/call``
@@ -26,11 +26,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
+from trio_relay import relay, write_all
 
 
 class Message(msgspec.Struct):
@@ -136,33 +138,14 @@ async def pump(src: int, dst: int, rewrite: Callable[[bytes], list[Any]]) -> Non
             rest += data
             continue
         lines, rest = rest + data[:cut], data[cut:]
-        view = memoryview(encode_lines(rewrite(lines)))
-        while view:
-            try:
-                n = os.write(dst, view)
-            except BlockingIOError:
-                await trio.lowlevel.wait_writable(dst)
-                continue
-            view = view[n:]
+        await write_all(dst, encode_lines(rewrite(lines)))
 
 
-async def relay(child: subprocess.Popen[bytes]) -> int:
-    assert child.stdin is not None and child.stdout is not None
-    to_child, from_child = child.stdin.fileno(), child.stdout.fileno()
-    for fd in (0, 1, to_child, from_child):
-        os.set_blocking(fd, False)
+def main() -> int:
+    child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     ids = Ids({"echo__echo": "echo"})  # as the gateway names its server echo's tool
-    async with trio.open_nursery() as nursery:
-
-        async def downstream() -> None:
-            await pump(from_child, 1, ids.to_client)
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(downstream)
-        await pump(0, to_child, ids.to_server)
-        child.stdin.close()  # the server sees EOF and exits; downstream drains its last answers
-    return await trio.to_thread.run_sync(child.wait)
+    return trio.run(relay, child, partial(pump, rewrite=ids.to_server), partial(pump, rewrite=ids.to_client))
 
 
 if __name__ == "__main__":
-    sys.exit(trio.run(relay, subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)))
+    sys.exit(main())
