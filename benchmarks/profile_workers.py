@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import pstats
+import shutil
 import signal
 import subprocess
 import sys
@@ -114,6 +115,10 @@ def profile_row(name: str, era: str, base: Path | None, args: argparse.Namespace
             server.stop()
         procs = []
         for index, pid in enumerate(server.pids):
+            if args.keep is not None:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                slug = f"{name} {era}".replace(" ", "-")
+                shutil.copyfile(where / f"{pid}.prof", args.keep / f"{slug}-{index}.prof")
             stats = pstats.Stats(str(where / f"{pid}.prof"))
             counts = json.loads((where / f"{pid}.json").read_text())
             raw: Any = stats.stats  # type: ignore[attr-defined]
@@ -226,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="rounds (1)")
     parser.add_argument("--top", type=int, default=0, help="functions whose counts differ most")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="copy each process's cProfile stats here (for pstats callers)"
+    )
     args = parser.parse_args(argv)
     args.node = node_binary()
     args.servers = targets(args.redis, link=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hmac
 import logging
 import math
+import os
 import secrets
 import struct
 from collections.abc import Mapping
@@ -54,6 +55,8 @@ log = logging.getLogger("trio_mcp.cluster")
 _LENGTH = struct.Struct(">I")
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(dict[bytes, bytes]).decode
+#: The most a link reads at once.
+_READ_SIZE = 1 << 16
 #: What a relay receives when the link its request went over broke.
 LOST: dict[bytes, bytes] = {b"k": b"lost"}
 
@@ -80,6 +83,10 @@ class Wakeup:
     def __init__(self) -> None:
         self._task: trio.lowlevel.Task | None = None
 
+    @property
+    def waiting(self) -> bool:
+        return self._task is not None
+
     def wake(self) -> None:
         task = self._task
         if task is not None:
@@ -98,7 +105,13 @@ class Wakeup:
 class Link:
     """One connection between two nodes: frames in (:meth:`receive`), frames
     out (:meth:`send` queues, :meth:`write_frames` writes as many at once as
-    were queued since its last write)."""
+    were queued since its last write).
+
+    Over a socket (as links are) it reads and writes the descriptor itself:
+    a read or write that the socket can take at once costs no task switch
+    (trio's socket stream adds one to each), and a task waits only when it
+    must. A read that did not wait is followed by a checkpoint before the
+    next one, so a link that always has data still lets other tasks run."""
 
     def __init__(self, stream: trio.abc.Stream, peer: str, nonce: str, max_frame: int, queue: int) -> None:
         self.stream = stream
@@ -121,6 +134,10 @@ class Link:
         #: The writer, while it waits for frames (woken directly by :meth:`send`).
         self._writer = Wakeup()
         self._room = trio.lowlevel.ParkingLot()
+        #: The socket's descriptor (-1: not a socket, the stream's own calls are used).
+        self._fd = stream.socket.fileno() if isinstance(stream, trio.SocketStream) else -1
+        #: The last read returned without waiting (the next one checkpoints first).
+        self._eager = False
 
     async def send(self, fields: Mapping[bytes, bytes]) -> None:
         """Queue a frame for the writer (waiting only while ``queue`` frames
@@ -144,7 +161,43 @@ class Link:
             self._pending = []
             self._room.unpark_all()
             self.writes += 1
-            await self.stream.send_all(b"".join(pending) if len(pending) > 1 else pending[0])
+            data = b"".join(pending) if len(pending) > 1 else pending[0]
+            if self._fd < 0:
+                await self.stream.send_all(data)
+            else:
+                await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        fd = self._fd
+        view = memoryview(data)
+        while view:
+            if self.closed:
+                raise trio.ClosedResourceError("the link is closed")
+            try:
+                sent = os.write(fd, view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+                continue
+            view = view[sent:]
+
+    async def _read(self) -> bytes | bytearray:
+        fd = self._fd
+        if fd < 0:
+            return await self.stream.receive_some(_READ_SIZE)
+        if self._eager:
+            await trio.lowlevel.checkpoint()
+        waited = False
+        while True:
+            if self.closed:
+                raise trio.ClosedResourceError("the link is closed")
+            try:
+                chunk = os.read(fd, _READ_SIZE)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+                waited = True
+                continue
+            self._eager = not waited
+            return chunk
 
     async def receive(self) -> dict[bytes, bytes] | None:
         """The next frame, or None at the end of the stream."""
@@ -162,7 +215,7 @@ class Link:
                         return _decode(data)
                     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                         raise LinkError(f"a frame that is no entry: {exc}") from None
-            chunk = await self.stream.receive_some(1 << 16)
+            chunk = await self._read()
             if not chunk:
                 return None
             buffer += chunk

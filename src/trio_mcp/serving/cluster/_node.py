@@ -37,7 +37,7 @@ from ._link import Link, Links
 from ._redis import REDIS_ERRORS, NotWritten, Outgoing, RedisStore, SessionRecord
 from ._registry import ClusterRegistry, restore
 from ._settings import NODE_HEADER, ClusterSettings
-from ._tunnel import FORWARDED, MISDIRECTED, Exchange, Reply, forward, read_request, serve_forwarded
+from ._tunnel import FORWARDED, MISDIRECTED, Exchange, Reply, Silence, forward, read_request, serve_forwarded
 
 if TYPE_CHECKING:
     from ..http import HttpSessionStream, StreamableHttpApp
@@ -86,6 +86,8 @@ class RedisCluster:
         self._registry: ClusterRegistry | None = None
         #: Forwarded requests waiting here for their answer, by exchange id.
         self.replies: dict[bytes, Reply] = {}
+        #: Wakes the relays whose owner said nothing for renew_interval.
+        self.silence = Silence(settings.renew_interval)
         #: The owners of sessions hosted elsewhere, each with the lease nonce it
         #: holds them under: kept until the owner says it lost the session, or
         #: its lease under that nonce is found gone (a lookup less per request).
@@ -178,6 +180,7 @@ class RedisCluster:
         try:
             async with self.store.client, trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self.silence.run)
                 await nursery.start(supervisor.run)
                 task_status.started(self)
                 await trio.sleep_forever()

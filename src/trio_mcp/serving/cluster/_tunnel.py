@@ -11,10 +11,15 @@ the same whichever node the load balancer picks; the owner's event store
 gives every event its id, and a resumption on any node replays from it.
 
 Never a hang: the ingress checks the owner's lease whenever the relay is
-silent for ``renew_interval``; once the owner is dead, the requests of the
-relay get a JSON-RPC error (:class:`OwnerLost`), within ``lease_ttl`` plus one
-``renew_interval``. The owner stops a forwarded request when its client goes
-away (the ingress says so) or the ingress node dies.
+silent for ``renew_interval`` (:class:`Silence`: one timer per node, not a
+deadline per wait); once the owner is dead, the requests of the relay get a
+JSON-RPC error (:class:`OwnerLost`), within ``lease_ttl`` plus one
+``renew_interval``. The relay runs in one cancel scope, a
+:class:`~trio_mcp.serving.http._watch.Guard` as a POST served here has: its
+client going away (watched from ``disconnect_watch_delay`` on) ends it, and
+its last write is bounded by ``write_timeout``. The owner stops a forwarded
+request when its client goes away (the ingress says so) or the ingress node
+dies.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import itertools
 import logging
 import secrets
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -38,9 +44,9 @@ from ...transports._asgi import (
     error_body,
     read_body,
     respond,
-    watch_disconnect,
 )
 from ...transports.http._sse import format_event
+from ..http._watch import Guard
 from ._link import Link, Wakeup
 from ._redis import REDIS_ERRORS, SessionRecord
 from ._settings import OwnerLost
@@ -48,7 +54,16 @@ from ._settings import OwnerLost
 if TYPE_CHECKING:
     from ._node import RedisCluster
 
-__all__ = ["FORWARDED", "MISDIRECTED", "Exchange", "Reply", "forward", "read_request", "serve_forwarded"]
+__all__ = [
+    "FORWARDED",
+    "MISDIRECTED",
+    "Exchange",
+    "Reply",
+    "Silence",
+    "forward",
+    "read_request",
+    "serve_forwarded",
+]
 
 log = logging.getLogger("trio_mcp.cluster")
 
@@ -85,13 +100,15 @@ class Reply:
     link's reader, the inbox's) wakes directly. Beyond ``limit`` pieces (a
     client reading too slowly) it closes: the relay ends, the client resumes."""
 
-    __slots__ = ("_items", "_limit", "_reader", "closed")
+    __slots__ = ("_items", "_limit", "_reader", "closed", "waits")
 
     def __init__(self, limit: int) -> None:
         self._items: deque[dict[bytes, bytes]] = deque()
         self._limit = limit
         self._reader = Wakeup()
         self.closed = False
+        #: The waits begun so far (:class:`Silence` wakes the current one only).
+        self.waits = 0
 
     def put(self, entry: dict[bytes, bytes]) -> None:
         """Queue a piece (dropped once closed: answered already, or overflowed)."""
@@ -107,17 +124,85 @@ class Reply:
         self.closed = True
         self._reader.wake()
 
-    async def get(self) -> dict[bytes, bytes]:
-        """The next piece (:class:`trio.EndOfChannel` once closed and empty)."""
-        if not self._items:
-            if self.closed:
-                raise trio.EndOfChannel
-            await self._reader.wait()
-            if not self._items:
-                raise trio.EndOfChannel
-        else:
+    def waiting(self, wait: int) -> bool:
+        """Whether its reader is in wait number ``wait`` still."""
+        return self.waits == wait and self._reader.waiting
+
+    def wake(self) -> None:
+        """End the reader's wait with nothing (:meth:`get` returns None)."""
+        self._reader.wake()
+
+    async def get(self, silence: Silence) -> dict[bytes, bytes] | None:
+        """The next piece, or None when none came for ``silence.interval``
+        seconds (:class:`trio.EndOfChannel` once closed and empty)."""
+        if self._items:
             await trio.lowlevel.checkpoint_if_cancelled()
-        return self._items.popleft()
+            return self._items.popleft()
+        if self.closed:
+            raise trio.EndOfChannel
+        self.waits += 1
+        silence.watch(self, self.waits)
+        await self._reader.wait()
+        if self._items:
+            return self._items.popleft()
+        if self.closed:
+            raise trio.EndOfChannel
+        return None
+
+
+class Silence:
+    """Wakes the relays that heard nothing for ``interval`` seconds: one
+    timer task per node (:meth:`run`) for every wait of every relay, instead
+    of a cancel scope with a deadline per wait. A wait's deadline is when it
+    began plus ``interval``, so the deadlines come in the order the waits
+    began: one FIFO queue, no heap. A wait that ended stays queued until the
+    timer reaches it and drops it; the timer sleeps until the first wait
+    still going on is due, so under a steady load it wakes about once per
+    ``interval``."""
+
+    __slots__ = ("_parked", "_queue", "interval", "now")
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.now: Callable[[], float] = trio.current_time
+        self._queue: deque[tuple[float, Reply, int]] = deque()
+        self._parked: trio.lowlevel.Task | None = None
+
+    def watch(self, reply: Reply, wait: int) -> None:
+        """``reply``'s reader begins wait number ``wait``."""
+        self._queue.append((self.now() + self.interval, reply, wait))
+        task = self._parked
+        if task is not None:
+            self._parked = None
+            trio.lowlevel.reschedule(task)
+
+    def queued(self) -> int:
+        """Waits queued, ended ones not dropped yet included."""
+        return len(self._queue)
+
+    async def run(self) -> None:
+        """Wake the waits as they come due, until cancelled."""
+        self.now = trio.lowlevel.current_clock().current_time
+        queue = self._queue
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._parked = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        while True:
+            now = self.now()
+            while queue:
+                due, reply, wait = queue[0]
+                if reply.waiting(wait):
+                    if due > now:
+                        break
+                    reply.wake()
+                queue.popleft()
+            if queue:
+                await trio.sleep_until(queue[0][0])
+            else:
+                self._parked = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(abort)
 
 
 class Exchange:
@@ -183,40 +268,30 @@ async def forward(
         b"h": _pack_headers(scope.get("headers", ())),
         b"b": body,
     }
-    relay = _Relay(cluster, send, owner, body)
+    # The relay's one cancel scope, as a POST served here has (see the module).
+    guard = Guard(cluster.app.watch, receive)
+    relay = _Relay(cluster, send, owner, body, guard)
     links = cluster.links
     link = None if links is None else links.open_to(owner) or await links.to(owner)
     try:
-        if link is not None:
-            link.idents.add(ident)
-            try:
-                await link.send(fields)
-            except trio.BrokenResourceError:
-                link.idents.discard(ident)  # closed before it was written: the inbox takes it
-                link = None
-        if link is None:
-            try:
-                await cluster.write(owner.owner, fields)
-            except REDIS_ERRORS:
-                raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
-        # Most answers come whole, and soon: relayed without watching the
-        # client; a slower one (or a stream) is watched from renew_interval on.
-        entry = None
-        with trio.move_on_after(settings.renew_interval):
-            try:
-                entry = await replies.get()
-            except trio.EndOfChannel:
-                return True  # overflowed already: the client resumes (or retries)
-        if entry is not None and entry.get(b"more") == b"0":
-            await relay.run(replies, entry)
-        else:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-                relay.watched = True
-                await relay.run(replies, entry)
-                nursery.cancel_scope.cancel()
+        with guard.scope:
+            if link is not None:
+                link.idents.add(ident)
+                try:
+                    await link.send(fields)
+                except trio.BrokenResourceError:
+                    link.idents.discard(ident)  # closed before it was written: the inbox takes it
+                    link = None
+            if link is None:
+                try:
+                    await cluster.write(owner.owner, fields)
+                except REDIS_ERRORS:
+                    raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
+            guard.watch_after_delay()
+            await relay.run(replies)
         return not relay.misdirected
     finally:
+        guard.end()
         replies.close()
         del cluster.replies[ident]
         if link is not None:
@@ -239,38 +314,37 @@ async def forward(
 class _Relay:
     """Writes the pieces of a forwarded response to the client."""
 
-    def __init__(self, cluster: RedisCluster, send: Send, owner: SessionRecord, body: bytes) -> None:
+    def __init__(
+        self, cluster: RedisCluster, send: Send, owner: SessionRecord, body: bytes, guard: Guard
+    ) -> None:
         self.cluster = cluster
         self.send = send
         self.owner = owner
         self.body = body
+        self.guard = guard
         self.started = False
         self.sse = False
         self.ended = False
         self.lost = False
         self.misdirected = False
-        #: A task watches the client for a disconnect (the last write is shielded from it).
-        self.watched = False
 
-    async def run(self, replies: Reply, entry: dict[bytes, bytes] | None = None) -> None:
-        """Relay ``entry`` (if any received already), then the next ones, to the end."""
-        settings = self.cluster.settings
+    async def run(self, replies: Reply) -> None:
+        """Relay the pieces, to the end (the owner's lease checked whenever
+        none came for ``renew_interval``)."""
+        silence = self.cluster.silence
         while True:
+            try:
+                entry = await replies.get(silence)
+            except trio.EndOfChannel:
+                return  # overflowed: the client resumes (or retries)
             if entry is None:
-                with trio.move_on_after(settings.renew_interval):
-                    try:
-                        entry = await replies.get()
-                    except trio.EndOfChannel:
-                        return  # overflowed: the client resumes (or retries)
-                if entry is None:
-                    if not await self._owner_alive():
-                        self.lost = True
-                        await self._fail(self.body)
-                        return
-                    continue
+                if not await self._owner_alive():
+                    self.lost = True
+                    await self._fail(self.body)
+                    return
+                continue
             if await self._relay(entry):
                 return
-            entry = None
 
     async def _relay(self, entry: dict[bytes, bytes]) -> bool:
         """Relay one entry; True once the response is complete."""
@@ -303,14 +377,12 @@ class _Relay:
         return True
 
     async def _last_write(self, message: dict[str, Any]) -> None:
-        # Shielded from the disconnect watcher (if one runs): once the response
-        # is complete the server reports a disconnect while still inside this
-        # very send (hypercorn), and cancelling it there would strand the connection.
-        bound = self.cluster.app.settings.write_timeout
-        with trio.CancelScope(shield=self.watched, deadline=trio.current_time() + bound) as scope:
-            await self.send(message)
-        if scope.cancelled_caught:
-            raise trio.TooSlowError(f"the answer was not written within {bound:g} s")
+        # No disconnect watcher may cancel it (once the response is complete
+        # the server reports a disconnect while still inside this very send,
+        # hypercorn's, and cancelling it there would strand the connection),
+        # and write_timeout bounds it (see Guard.writing).
+        self.guard.writing(self.cluster.app.settings.write_timeout)
+        await self.send(message)
 
     async def _owner_gone(self) -> None:
         """Until the owner's lease is gone, within ``lease_ttl`` plus one
@@ -342,6 +414,7 @@ class _Relay:
         if not self.started:
             if not errors:
                 raise HttpError(503, f"Service Unavailable: node {owner} of this session was lost")
+            self.guard.writing(self.cluster.app.settings.write_timeout)
             await respond(self.send, 200, encode(errors if type(frame) is list else errors[0]))
             return
         data = b"".join(format_event(None, encode(e)) for e in errors) if self.sse else b""
