@@ -154,6 +154,12 @@ def per_call(row: dict[str, Any]) -> dict[str, float]:
     return total
 
 
+def _gc(proc: dict[str, Any], n: int) -> str:
+    """The collector's time per call, per generation (the hook's ``gc.callbacks``)."""
+    ns = proc.get("gc_ns")
+    return "" if ns is None else " / ".join(f"{v / 1e3 / n:.1f}" for v in ns)
+
+
 def report(rows: list[dict[str, Any]], top: int) -> None:
     lines = []
     for row in rows:
@@ -168,6 +174,7 @@ def report(rows: list[dict[str, Any]], top: int) -> None:
                     f"{proc['calls'] / n:,.0f}",
                     f"{proc['steps'] / n:.1f}",
                     f"{proc['cpu_ns'] / 1e3 / n:,.0f}",
+                    _gc(proc, n),
                 ]
             )
         lines.append(
@@ -179,6 +186,7 @@ def report(rows: list[dict[str, Any]], top: int) -> None:
                 f"{sum(p['calls'] for p in row['procs']) / n:,.0f}",
                 f"{sum(p['steps'] for p in row['procs']) / n:.1f}",
                 f"{sum(p['cpu_ns'] for p in row['procs']) / 1e3 / n:,.0f}",
+                _gc({"gc_ns": [sum(p.get("gc_ns", [0])[g] for p in row["procs"]) for g in range(3)]}, n),
             ]
         )
     head = [
@@ -189,6 +197,7 @@ def report(rows: list[dict[str, Any]], top: int) -> None:
         "Python calls/call",
         "task steps/call",
         "CPU µs/call (profiled)",
+        "collector µs/call, gen 0/1/2",
     ]
     print(text_table(head, lines))
     if top:

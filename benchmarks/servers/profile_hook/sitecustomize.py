@@ -4,7 +4,8 @@ parent and the worker processes of ``trio-mcp run --workers N``).
 
 ``SIGUSR1`` starts cProfile and a trio instrument (task steps) in the
 process's main thread; ``SIGUSR2`` stops both and writes ``DIR/PID.prof``,
-then ``DIR/PID.json`` (the counts and the process's CPU ns over the window).
+then ``DIR/PID.json`` (the counts, the process's CPU ns over the window, and
+the garbage collector's collections and ns per generation over it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 
 if os.environ.get("TRIO_MCP_PROFILE_DIR"):
     import cProfile
+    import gc
     import json
     import signal
     import time
@@ -28,6 +30,22 @@ if os.environ.get("TRIO_MCP_PROFILE_DIR"):
         def before_task_step(self, task: Any) -> None:
             self.steps += 1
 
+    class _Collections:
+        """The collector's passes and their time, per generation."""
+
+        def __init__(self) -> None:
+            self.counts = [0, 0, 0]
+            self.ns = [0, 0, 0]
+            self._began = 0
+
+        def __call__(self, phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                self._began = time.perf_counter_ns()
+            else:
+                generation = info["generation"]
+                self.counts[generation] += 1
+                self.ns[generation] += time.perf_counter_ns() - self._began
+
     _state: dict[str, Any] = {}
 
     def _start(signum: int, frame: Any) -> None:
@@ -38,8 +56,10 @@ if os.environ.get("TRIO_MCP_PROFILE_DIR"):
             trio.lowlevel.add_instrument(steps)
         except RuntimeError:  # not inside trio.run (the process is starting or ending)
             steps.steps = -1
+        collections = _Collections()
+        gc.callbacks.append(collections)
         profiler = cProfile.Profile()
-        _state.update(profiler=profiler, steps=steps, began=time.process_time_ns())
+        _state.update(profiler=profiler, steps=steps, collections=collections, began=time.process_time_ns())
         profiler.enable()
 
     def _stop(signum: int, frame: Any) -> None:
@@ -49,6 +69,8 @@ if os.environ.get("TRIO_MCP_PROFILE_DIR"):
         if profiler is None:
             return
         profiler.disable()
+        collections = _state.pop("collections")
+        gc.callbacks.remove(collections)
         steps = _state.pop("steps")
         if steps.steps >= 0:
             try:
@@ -57,7 +79,12 @@ if os.environ.get("TRIO_MCP_PROFILE_DIR"):
                 pass
         pid = os.getpid()
         profiler.dump_stats(_where / f"{pid}.prof")
-        counts = {"steps": steps.steps, "cpu_ns": time.process_time_ns() - _state.pop("began")}
+        counts = {
+            "steps": steps.steps,
+            "cpu_ns": time.process_time_ns() - _state.pop("began"),
+            "gc_counts": collections.counts,
+            "gc_ns": collections.ns,
+        }
         (_where / f"{pid}.json.part").write_text(json.dumps(counts))
         os.replace(_where / f"{pid}.json.part", _where / f"{pid}.json")
 
