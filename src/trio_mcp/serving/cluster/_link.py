@@ -310,7 +310,7 @@ class Links:
             for ident in link.idents:
                 exchange = cluster.exchanges.get(ident)
                 if exchange is not None:
-                    exchange.disconnected.set()
+                    exchange.disconnect()
 
     def _owner_frame(self, link: Link, peer: tuple[bytes, bytes], fields: dict[bytes, bytes]) -> None:
         kind = fields.get(b"k")
@@ -321,7 +321,7 @@ class Links:
         elif kind == b"dis":
             exchange = self.cluster.exchanges.get(fields.get(b"f", b""))
             if exchange is not None:
-                exchange.disconnected.set()
+                exchange.disconnect()
 
     # ---------------------------------------------------------- ingress side
 

@@ -223,7 +223,7 @@ class RedisCluster:
             for session in app.registry.local():
                 app.end_session(session, reason)
         for exchange in list(self.exchanges.values()):
-            exchange.disconnected.set()
+            exchange.disconnect()
 
     # --------------------------------------------------------------- lease
 
@@ -280,7 +280,7 @@ class RedisCluster:
             if not alive:
                 for exchange in self.exchanges.values():
                     if exchange.ingress == node:
-                        exchange.disconnected.set()
+                        exchange.disconnect()
 
     # --------------------------------------------------------------- inbox
 
@@ -353,12 +353,12 @@ class RedisCluster:
         elif kind == b"dis":
             exchange = self.exchanges.get(fields.get(b"f", b""))
             if exchange is not None:
-                exchange.disconnected.set()
+                exchange.disconnect()
 
     def dispatch_request(self, fields: dict[bytes, bytes], link: Link | None = None) -> None:
         """Serve a request forwarded here (from the inbox, or over ``link``)."""
         nursery = self._nursery
-        if not all(fields.get(k) for k in _REQUEST_FIELDS):
+        if not all(map(fields.get, _REQUEST_FIELDS)):
             log.warning("a forwarded entry that is no request was ignored: %r", sorted(fields))
         elif nursery is not None:
             busy = len(self.exchanges) >= self.settings.max_forwarded or not self.healthy

@@ -80,7 +80,10 @@ def _pack_headers(headers: Any) -> bytes:
 
 
 def _is_sse(headers: Any) -> bool:
-    return any(n == b"content-type" and v.startswith(b"text/event-stream") for n, v in headers)
+    for name, value in headers:
+        if name == b"content-type":
+            return bool(value.startswith(b"text/event-stream"))
+    return False
 
 
 def _unpack_headers(data: bytes) -> list[tuple[bytes, bytes]]:
@@ -206,14 +209,30 @@ class Silence:
 
 
 class Exchange:
-    """A forwarded request being served on its owner."""
+    """A forwarded request being served on its owner: whether its client
+    went away (:meth:`disconnect`; an event to wait on is made only for a
+    request that waits for it, which most never do)."""
 
-    __slots__ = ("disconnected", "ingress", "ingress_nonce")
+    __slots__ = ("_event", "disconnected", "ingress", "ingress_nonce")
 
     def __init__(self, ingress: str, ingress_nonce: str) -> None:
         self.ingress = ingress
         self.ingress_nonce = ingress_nonce
-        self.disconnected = trio.Event()
+        self.disconnected = False
+        self._event: trio.Event | None = None
+
+    def disconnect(self) -> None:
+        self.disconnected = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait_disconnected(self) -> None:
+        if self.disconnected:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._event is None:
+            self._event = trio.Event()
+        await self._event.wait()
 
 
 # ------------------------------------------------------------------ ingress
@@ -455,7 +474,7 @@ async def serve_forwarded(
     async def receive() -> dict[str, Any]:
         if pending_body:
             return {"type": "http.request", "body": pending_body.pop(), "more_body": False}
-        await exchange.disconnected.wait()
+        await exchange.wait_disconnected()
         return {"type": "http.disconnect"}
 
     held: list[dict[bytes, bytes]] = []
@@ -504,7 +523,7 @@ async def serve_forwarded(
             log.debug("forwarded request %s from %s ended: %r", ident, ingress, exc)
         except Exception:
             log.exception("forwarded request %s from %s failed", ident, ingress)
-        if not completed and not exchange.disconnected.is_set():
+        if not completed and not exchange.disconnected:
             # Never leave the ingress waiting on a live owner: end the response.
             with trio.CancelScope(shield=True), trio.move_on_after(cluster.settings.store_timeout):
                 try:
