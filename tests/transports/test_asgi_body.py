@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp.transports._asgi import Disconnected, HttpError, body_nowait, read_body
+from trio_mcp.transports._asgi import Disconnected, HttpError, WholeBody, body_nowait, read_body
 
 LIMIT = 1000
 
@@ -71,3 +71,23 @@ async def test_a_receive_that_is_not_a_memory_channel_s_is_not_read() -> None:
         raise AssertionError("must not be called")  # pragma: no cover
 
     assert body_nowait(receive, {"content-length": "5"}, LIMIT) == (b"", False)
+
+
+async def test_a_whole_body_is_taken_at_once_then_the_receive_waits_for_its_client_to_go() -> None:
+    gone = trio.Event()
+    receive = WholeBody(b'{"a":1}', gone.wait)
+    assert body_nowait(receive, {"content-length": "7"}, LIMIT) == (b'{"a":1}', True)
+    # Taken once: a second look finds nothing queued, and receive waits for the client to go.
+    assert body_nowait(receive, {}, LIMIT) == (b"", False)
+    with trio.move_on_after(0.05) as waited:
+        await receive()
+    assert waited.cancelled_caught
+    gone.set()
+    assert await receive() == {"type": "http.disconnect"}
+    with pytest.raises(HttpError) as too_large:
+        body_nowait(WholeBody(b"x" * (LIMIT + 1), gone.wait), {}, LIMIT)
+    assert too_large.value.status == 413
+    # Read by receive instead (any ASGI app's way): the body, then the disconnect.
+    other = WholeBody(b"{}", gone.wait)
+    assert await other() == part(b"{}", False)
+    assert await other() == {"type": "http.disconnect"}

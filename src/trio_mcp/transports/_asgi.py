@@ -18,6 +18,7 @@ __all__ = [
     "SSE_HEADERS",
     "Scope",
     "Send",
+    "WholeBody",
     "as_tuple",
     "body_nowait",
     "error_body",
@@ -153,6 +154,31 @@ async def read_body(
             return bytes(body)
 
 
+class WholeBody:
+    """A ``receive`` for a request whose body is all there already (one
+    passed on whole, as a node of a cluster gets a request forwarded to it):
+    the body in one message, then ``http.disconnect`` once ``gone`` returns.
+    :func:`body_nowait` takes its body at once."""
+
+    __slots__ = ("_body", "_gone")
+
+    def __init__(self, body: bytes, gone: Callable[[], Awaitable[None]]) -> None:
+        self._body: bytes | None = body
+        self._gone = gone
+
+    def take(self) -> bytes | None:
+        """The body, unless it was taken already."""
+        body, self._body = self._body, None
+        return body
+
+    async def __call__(self) -> dict[str, Any]:
+        body = self.take()
+        if body is not None:
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self._gone()
+        return {"type": "http.disconnect"}
+
+
 def body_nowait(
     receive: Receive,
     headers: dict[str, str],
@@ -165,10 +191,15 @@ def body_nowait(
     with ``start=body`` reads the rest. Usually the whole body is there when
     the app is called, so reading it needs no wait (and no deadline); that is
     known when ``receive`` is a trio memory channel's (hypercorn's trio
-    worker), otherwise nothing is read here. A body of its ``Content-Length``
+    worker) or a :class:`WholeBody`, otherwise nothing is read here. A body of its ``Content-Length``
     is whole without the empty message that ends it (hypercorn queues that
     one a scheduling turn later; nothing needs to read it). Raises as
     :func:`read_body`."""
+    if type(receive) is WholeBody:
+        whole = receive.take()
+        if whole is None:
+            return b"", False
+        return bytes(_grow(b"", whole, limit, too_large_headers)), True
     channel = getattr(receive, "__self__", None)
     if type(channel) is not trio.MemoryReceiveChannel:
         return b"", False

@@ -40,6 +40,7 @@ from ...transports._asgi import (
     Receive,
     Scope,
     Send,
+    WholeBody,
     body_nowait,
     error_body,
     read_body,
@@ -469,13 +470,7 @@ async def serve_forwarded(
         "server": None,
         FORWARDED: ident,
     }
-    pending_body: list[bytes] = [fields.get(b"b", b"")]
-
-    async def receive() -> dict[str, Any]:
-        if pending_body:
-            return {"type": "http.request", "body": pending_body.pop(), "more_body": False}
-        await exchange.wait_disconnected()
-        return {"type": "http.disconnect"}
+    receive = WholeBody(fields.get(b"b", b""), exchange.wait_disconnected)
 
     held: list[dict[bytes, bytes]] = []
 
