@@ -18,8 +18,9 @@ from trio_mcp.serving.cluster._tunnel import Reply, Silence
 async def test_a_silent_wait_ends_with_none_exactly_after_the_interval(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    silence = Silence(1.0)
-    reply = Reply(8)
+    replies: dict[bytes, Reply] = {}
+    silence = Silence(1.0, replies)
+    reply = replies[b"r"] = Reply(8, b"r")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(silence.run)
         began = trio.current_time()
@@ -31,8 +32,9 @@ async def test_a_silent_wait_ends_with_none_exactly_after_the_interval(
 async def test_a_wait_answered_in_time_is_not_cut_short_by_its_old_deadline(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    silence = Silence(1.0)
-    reply = Reply(8)
+    replies: dict[bytes, Reply] = {}
+    silence = Silence(1.0, replies)
+    reply = replies[b"r"] = Reply(8, b"r")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(silence.run)
 
@@ -53,12 +55,13 @@ async def test_a_wait_answered_in_time_is_not_cut_short_by_its_old_deadline(
 async def test_many_waits_each_woken_at_its_own_deadline_and_the_timer_parks_when_idle(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    silence = Silence(2.0)
+    replies: dict[bytes, Reply] = {}
+    silence = Silence(2.0, replies)
     woken: list[tuple[int, float]] = []
 
     async def wait(i: int) -> None:
         await trio.sleep(i * 0.25)
-        reply = Reply(8)
+        reply = replies[b"%d" % i] = Reply(8, b"%d" % i)
         began = trio.current_time()
         assert await reply.get(silence) is None
         woken.append((i, trio.current_time() - began))
@@ -74,14 +77,16 @@ async def test_many_waits_each_woken_at_its_own_deadline_and_the_timer_parks_whe
         # Idle now: a later wait still ends on time (the parked timer is woken).
         await trio.sleep(10)
         began = trio.current_time()
-        assert await Reply(8).get(silence) is None
+        replies[b"late"] = Reply(8, b"late")
+        assert await replies[b"late"].get(silence) is None
         assert trio.current_time() - began == pytest.approx(2.0)
         nursery.cancel_scope.cancel()
 
 
 async def test_a_closed_reply_ends_its_reader_and_takes_no_more() -> None:
-    silence = Silence(60.0)
-    reply = Reply(2)
+    replies: dict[bytes, Reply] = {}
+    silence = Silence(60.0, replies)
+    reply = replies[b"r"] = Reply(2, b"r")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(silence.run)
         reply.put({b"n": b"1"})

@@ -87,7 +87,7 @@ class RedisCluster:
         #: Forwarded requests waiting here for their answer, by exchange id.
         self.replies: dict[bytes, Reply] = {}
         #: Wakes the relays whose owner said nothing for renew_interval.
-        self.silence = Silence(settings.renew_interval)
+        self.silence = Silence(settings.renew_interval, self.replies)
         #: The owners of sessions hosted elsewhere, each with the lease nonce it
         #: holds them under: kept until the owner says it lost the session, or
         #: its lease under that nonce is found gone (a lookup less per request).

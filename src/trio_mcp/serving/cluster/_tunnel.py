@@ -104,9 +104,11 @@ class Reply:
     link's reader, the inbox's) wakes directly. Beyond ``limit`` pieces (a
     client reading too slowly) it closes: the relay ends, the client resumes."""
 
-    __slots__ = ("_items", "_limit", "_reader", "closed", "waits")
+    __slots__ = ("_items", "_limit", "_reader", "closed", "ident", "waits")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, ident: bytes = b"") -> None:
+        #: Its exchange's id (its key in the node's ``replies``).
+        self.ident = ident
         self._items: deque[dict[bytes, bytes]] = deque()
         self._limit = limit
         self._reader = Wakeup()
@@ -162,19 +164,23 @@ class Silence:
     began: one FIFO queue, no heap. A wait that ended stays queued until the
     timer reaches it and drops it; the timer sleeps until the first wait
     still going on is due, so under a steady load it wakes about once per
-    ``interval``."""
+    ``interval``. An entry names its reply by its id in ``replies`` (the
+    node's table of the replies still awaited), so a finished exchange is not
+    kept alive by its entry: the entry holds only a number, bytes and a
+    number, which the garbage collector stops tracking."""
 
-    __slots__ = ("_parked", "_queue", "interval", "now")
+    __slots__ = ("_parked", "_queue", "_replies", "interval", "now")
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, replies: dict[bytes, Reply]) -> None:
         self.interval = interval
         self.now: Callable[[], float] = trio.current_time
-        self._queue: deque[tuple[float, Reply, int]] = deque()
+        self._replies = replies
+        self._queue: deque[tuple[float, bytes, int]] = deque()
         self._parked: trio.lowlevel.Task | None = None
 
     def watch(self, reply: Reply, wait: int) -> None:
         """``reply``'s reader begins wait number ``wait``."""
-        self._queue.append((self.now() + self.interval, reply, wait))
+        self._queue.append((self.now() + self.interval, reply.ident, wait))
         task = self._parked
         if task is not None:
             self._parked = None
@@ -188,6 +194,7 @@ class Silence:
         """Wake the waits as they come due, until cancelled."""
         self.now = trio.lowlevel.current_clock().current_time
         queue = self._queue
+        replies = self._replies
 
         def abort(_: Any) -> trio.lowlevel.Abort:
             self._parked = None
@@ -196,8 +203,9 @@ class Silence:
         while True:
             now = self.now()
             while queue:
-                due, reply, wait = queue[0]
-                if reply.waiting(wait):
+                due, ident, wait = queue[0]
+                reply = replies.get(ident)
+                if reply is not None and reply.waiting(wait):
                     if due > now:
                         break
                     reply.wake()
@@ -274,7 +282,7 @@ async def forward(
     was answered."""
     settings = cluster.settings
     ident = b"%s%x" % (_IDENT_PREFIX, next(_ident_count))
-    replies = cluster.replies[ident] = Reply(settings.forward_buffer)
+    replies = cluster.replies[ident] = Reply(settings.forward_buffer, ident)
     # Bytes to bytes, as the link and the inbox carry them (no conversion on the way).
     fields = {
         b"k": b"req",
