@@ -70,6 +70,29 @@ async def test_forwarded_requests_go_over_the_link_and_not_through_the_inbox(clu
             assert (await redis.get(f"{cluster.prefix}link:n1") or b"").startswith(b"127.0.0.1:")
 
 
+async def test_a_client_that_leaves_a_forwarded_call_leaves_nothing_waiting_on_either_node(
+    cluster: Cluster,
+) -> None:
+    # The relay on the ingress watches its client as a POST served there does
+    # (from disconnect_watch_delay on): once the client is gone the relay ends
+    # and tells the owner, whose POST for it ends too (the tool would run 60 s).
+    n1, n2, _ = cluster.nodes
+    with trio.fail_after(TIMEOUT):
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            session_id, owner = await open_session(client, n1.url)
+            assert owner == "n1"
+            async with httpx.AsyncClient(timeout=2.5) as leaving:
+                with pytest.raises(httpx.ReadTimeout):
+                    await request(leaving, n2.url, session_id, call(2, "slow"))
+            while (
+                n2.readiness()["cluster"]["waiting_forwarded"]
+                or n1.readiness()["cluster"]["serving_forwarded"]
+            ):
+                await trio.sleep(0.1)
+            # The session goes on.
+            assert text_of(await result_of(client, n2.url, session_id, call(3, "where"))) == "n1"
+
+
 async def test_an_owner_stopped_beyond_its_lease_sends_nothing_over_its_link_once_resumed(
     revive: Cluster,
 ) -> None:

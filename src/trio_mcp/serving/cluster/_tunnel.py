@@ -282,7 +282,6 @@ async def forward(
     was answered."""
     settings = cluster.settings
     ident = b"%s%x" % (_IDENT_PREFIX, next(_ident_count))
-    replies = cluster.replies[ident] = Reply(settings.forward_buffer, ident)
     # Bytes to bytes, as the link and the inbox carry them (no conversion on the way).
     fields = {
         b"k": b"req",
@@ -301,8 +300,10 @@ async def forward(
     relay = _Relay(cluster, send, owner, body, guard)
     links = cluster.links
     link = None if links is None else links.open_to(owner) or await links.to(owner)
+    replies = cluster.replies[ident] = Reply(settings.forward_buffer, ident)
     try:
         with guard.scope:
+            guard.watch_after_delay()
             if link is not None:
                 link.idents.add(ident)
                 try:
@@ -315,7 +316,6 @@ async def forward(
                     await cluster.write(owner.owner, fields)
                 except REDIS_ERRORS:
                     raise HttpError(503, "Service Unavailable: the session store cannot be reached") from None
-            guard.watch_after_delay()
             await relay.run(replies)
         return not relay.misdirected
     finally:
