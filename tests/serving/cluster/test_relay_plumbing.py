@@ -6,6 +6,8 @@ socket pair, read and written on the descriptor itself."""
 from __future__ import annotations
 
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -15,28 +17,32 @@ from trio_mcp.serving.cluster._link import Link, _frame
 from trio_mcp.serving.cluster._tunnel import Reply, Silence
 
 
+@asynccontextmanager
+async def timer(interval: float) -> AsyncIterator[tuple[dict[bytes, Reply], Silence]]:
+    """A node's table of replies and its silence timer, running until the block ends."""
+    replies: dict[bytes, Reply] = {}
+    silence = Silence(interval, replies)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(silence.run)
+        yield replies, silence
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_silent_wait_ends_with_none_exactly_after_the_interval(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    replies: dict[bytes, Reply] = {}
-    silence = Silence(1.0, replies)
-    reply = replies[b"r"] = Reply(8, b"r")
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(silence.run)
+    async with timer(1.0) as (replies, silence):
+        reply = replies[b"r"] = Reply(8, b"r")
         began = trio.current_time()
         assert await reply.get(silence) is None
         assert trio.current_time() - began == pytest.approx(1.0)
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_wait_answered_in_time_is_not_cut_short_by_its_old_deadline(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    replies: dict[bytes, Reply] = {}
-    silence = Silence(1.0, replies)
-    reply = replies[b"r"] = Reply(8, b"r")
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(silence.run)
+    async with timer(1.0) as (replies, silence), trio.open_nursery() as nursery:
+        reply = replies[b"r"] = Reply(8, b"r")
 
         async def answer(after: float) -> None:
             await trio.sleep(after)
@@ -55,8 +61,6 @@ async def test_a_wait_answered_in_time_is_not_cut_short_by_its_old_deadline(
 async def test_many_waits_each_woken_at_its_own_deadline_and_the_timer_parks_when_idle(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    replies: dict[bytes, Reply] = {}
-    silence = Silence(2.0, replies)
     woken: list[tuple[int, float]] = []
 
     async def wait(i: int) -> None:
@@ -66,8 +70,7 @@ async def test_many_waits_each_woken_at_its_own_deadline_and_the_timer_parks_whe
         assert await reply.get(silence) is None
         woken.append((i, trio.current_time() - began))
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(silence.run)
+    async with timer(2.0) as (replies, silence):
         async with trio.open_nursery() as waits:
             for i in range(6):
                 waits.start_soon(wait, i)
@@ -80,32 +83,19 @@ async def test_many_waits_each_woken_at_its_own_deadline_and_the_timer_parks_whe
         replies[b"late"] = Reply(8, b"late")
         assert await replies[b"late"].get(silence) is None
         assert trio.current_time() - began == pytest.approx(2.0)
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_closed_reply_ends_its_reader_and_takes_no_more() -> None:
-    replies: dict[bytes, Reply] = {}
-    silence = Silence(60.0, replies)
-    reply = replies[b"r"] = Reply(2, b"r")
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(silence.run)
+    async with timer(60.0) as (replies, silence), trio.open_nursery() as nursery:
+        reply = replies[b"r"] = Reply(2, b"r")
         reply.put({b"n": b"1"})
         assert await reply.get(silence) == {b"n": b"1"}
         nursery.start_soon(_close_soon, reply)
-        try:
-            await reply.get(silence)
-        except trio.EndOfChannel:
-            pass
-        else:
-            raise AssertionError("a closed, empty reply returned")
+        with pytest.raises(trio.EndOfChannel):
+            await reply.get(silence)  # closed and empty
         reply.put({b"n": b"2"})  # dropped: closed
-        try:
+        with pytest.raises(trio.EndOfChannel):
             await reply.get(silence)
-        except trio.EndOfChannel:
-            pass
-        else:
-            raise AssertionError("a closed reply took a piece")
-        nursery.cancel_scope.cancel()
 
 
 async def _close_soon(reply: Reply) -> None:

@@ -106,7 +106,7 @@ class Reply:
 
     __slots__ = ("_items", "_limit", "_reader", "closed", "ident", "waits")
 
-    def __init__(self, limit: int, ident: bytes = b"") -> None:
+    def __init__(self, limit: int, ident: bytes) -> None:
         #: Its exchange's id (its key in the node's ``replies``).
         self.ident = ident
         self._items: deque[dict[bytes, bytes]] = deque()
