@@ -34,7 +34,10 @@ Run only when named: ``gateway`` (our echo server behind ``trio-mcp gateway``),
 ``relay`` (behind ``servers/trio_relay.py``, which only copies lines),
 ``routing-relay`` (behind ``servers/trio_routing_relay.py``, which decodes each
 line, swaps its id and tool name and encodes it again: the floor of a proxy
-that routes) and
+that routes), ``thread-routing-relay`` (the same in two blocking OS threads,
+no event loop: the floor of a Python proxy that routes), ``c-relay`` (behind
+``servers/c_relay.c``, compiled by this script with ``cc``: two C threads
+copying bytes, the floor of any process between a client and its server) and
 ``gateway-base`` (``gateway`` importing ``trio_mcp`` from ``--baseline``, another
 checkout's ``src``: a change against its base in one run); their server CPU is
 the front process's alone.
@@ -59,6 +62,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -108,6 +112,8 @@ RATIOS = [
     ("gateway", OURS, "gateway/direct"),
     ("relay", OURS, "relay/direct"),
     ("routing-relay", OURS, "routing-relay/direct"),
+    ("thread-routing-relay", OURS, "thread-routing-relay/direct"),
+    ("c-relay", OURS, "c-relay/direct"),
     ("gateway-base", OURS, "gateway-base/direct"),
     ("gateway", "gateway-base", "gateway/gateway-base"),
 ]
@@ -162,6 +168,16 @@ TARGETS_ALL = (
         (sys.executable, str(ECHO_SERVER)),
         "echo__echo",
     ),
+    # Behind servers/c_relay.c, two C threads copying bytes: the floor of any
+    # process between the driver and the server, in any language.
+    Target("c-relay", None, "native", (sys.executable, str(ECHO_SERVER))),
+    Target(
+        "thread-routing-relay",
+        HERE / "servers" / "thread_routing_relay.py",
+        "ours",
+        (sys.executable, str(ECHO_SERVER)),
+        "echo__echo",
+    ),
     # The gateway of another checkout (--baseline: its src folder, put first
     # on PYTHONPATH), to compare a change with its base in the same run.
     Target(
@@ -181,7 +197,12 @@ DEFAULT_TARGETS = (OURS, SDK, TS, CEILING, FLOOR)
 def run_target(
     target: Target, round_no: int, args: argparse.Namespace
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    executable = {"ours": sys.executable, "sdk": str(args.sdk_python), "node": args.node}[target.runtime]
+    executable = {
+        "ours": sys.executable,
+        "sdk": str(args.sdk_python),
+        "node": args.node,
+        "native": str(args.c_relay),
+    }[target.runtime]
     options = {
         "command": [executable, *([] if target.script is None else [str(target.script)]), *target.args],
         "tool": target.tool,
@@ -372,6 +393,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     if any(t.runtime == "sdk" for t in args.targets):
         settings["sdk_version"] = sdk_version(args.sdk_python)
+    args.c_relay = None
+    if any(t.runtime == "native" for t in args.targets):
+        args.c_relay = Path(tempfile.gettempdir()) / f"bench-stdio-neutral-c-relay-{os.getpid()}"
+        build = ["cc", "-O2", "-pthread", "-o", str(args.c_relay), str(HERE / "servers" / "c_relay.c")]
+        if subprocess.run(build, check=False).returncode != 0:
+            print(f"bench_stdio_neutral: could not build the c-relay row: {' '.join(build)}", file=sys.stderr)
+            return 2
     rows: list[dict[str, Any]] = []
     processes: list[dict[str, Any]] = []
 
@@ -387,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         rounds, failure = run_rounds(args.rounds, args.targets, lambda t: t.name, run, "bench_stdio_neutral")
     finally:
         GATEWAY_CONFIG.unlink(missing_ok=True)
+        if args.c_relay is not None:
+            args.c_relay.unlink(missing_ok=True)
     doc = {
         "bench": BENCH,
         "settings": settings,

@@ -9,7 +9,6 @@ import math
 import os
 import select
 import socket
-import stat
 from collections import deque
 from typing import Any, Final, NoReturn, Protocol
 
@@ -29,6 +28,7 @@ from ..protocol import (
 )
 from . import _process
 from ._base import TransportClosed, TransportError
+from ._fds import SEND_FLAGS, StreamFds
 
 log = logging.getLogger("trio_mcp.stdio")
 
@@ -45,7 +45,6 @@ MAX_TAIL_LINE: Final = 1000
 
 SAFE_ENV_VARS: Final = _process.SAFE_ENV_VARS
 
-_SEND_FLAGS: Final = socket.MSG_DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
 _wait_readable: Final = trio.lowlevel.wait_readable
 
 
@@ -103,22 +102,11 @@ class StdioStream:
         self._answer_parse_errors = answer_parse_errors
         self._rfd = read_fd
         self._wfd = write_fd
-        # Sockets (libuv-based clients hand their servers socketpairs) are
-        # used with MSG_DONTWAIT: their O_NONBLOCK flag, shared with every
-        # duplicate of the fd, is left alone. Other fds are made non-blocking
-        # (restored on close).
-        self._socks: dict[int, socket.socket] = {}
-        self._blocking: dict[int, bool] = {}
-        for fd in {read_fd, write_fd}:
-            if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                self._socks[fd] = socket.socket(fileno=fd)
-            else:
-                self._blocking[fd] = os.get_blocking(fd)
-                os.set_blocking(fd, False)
-        self._rsock = self._socks.get(read_fd)
-        self._wsock = self._socks.get(write_fd)
-        #: Writes of up to PIPE_BUF bytes are whole or nothing (a pipe): see send_nowait.
-        self._atomic = stat.S_ISFIFO(os.fstat(write_fd).st_mode)
+        fds = self._fds = StreamFds(read_fd, write_fd)
+        self._rsock = fds.rsock
+        self._wsock = fds.wsock
+        #: Writes of up to PIPE_BUF bytes are whole or nothing: see send_nowait.
+        self._atomic = fds.atomic
         # reading
         self._rbuf = bytearray()
         self._frames: deque[Frame] = deque()  # decoded, not received yet
@@ -482,10 +470,13 @@ class StdioStream:
         if len(buf) > select.PIPE_BUF:
             return False
         try:
-            n = os.write(self._wfd, buf)
+            n = os.write(self._wfd, buf) if self._wsock is None else self._wsock.send(buf, SEND_FLAGS)
         except OSError:
             return False  # full (EAGAIN: nothing written) or broken: send() says which
         self._bytes_out += n
+        if n < len(buf):  # not on the streams _atomic admits: said, never silently cut
+            self._write_error = f"{self.name}: a write of {len(buf)} bytes that should be whole took {n}"
+            log.error("%s", self._write_error)
         self._frames_out += 1
         return True
 
@@ -538,7 +529,7 @@ class StdioStream:
             raise TransportClosed(self._write_closed_reason())
         try:
             if self._wsock is not None:
-                n = self._wsock.send(view[pos:], _SEND_FLAGS)
+                n = self._wsock.send(view[pos:], SEND_FLAGS)
             else:
                 n = os.write(self._wfd, view[pos:])
         except BlockingIOError:
@@ -598,24 +589,12 @@ class StdioStream:
         self._warnings.flush()
         fd, self._rfd = self._rfd, -1
         if fd >= 0 and fd != self._wfd:
-            self._close_fd(fd)
+            self._fds.close(fd)
 
     def _close_write(self) -> None:
         fd, self._wfd = self._wfd, -1
         if fd >= 0 and fd != self._rfd:
-            self._close_fd(fd)
-
-    def _close_fd(self, fd: int) -> None:
-        trio.lowlevel.notify_closing(fd)
-        sock = self._socks.pop(fd, None)
-        if sock is not None:
-            sock.close()
-            return
-        try:
-            os.set_blocking(fd, self._blocking[fd])
-        except (OSError, KeyError):
-            pass
-        os.close(fd)
+            self._fds.close(fd)
 
     def statistics(self) -> dict[str, int]:
         return {
