@@ -386,6 +386,56 @@ async def test_answers_out_of_order_reach_their_own_callers(processes: set[int])
     assert await wait_gone(processes) == set()
 
 
+async def test_answers_of_two_clients_read_together_reach_each_its_own(processes: set[int]) -> None:
+    """Two clients of one gateway over pipes, their calls to one server
+    answered last in first: the server's reads hold answers for both, in
+    turns, and each goes to its own client under its own id."""
+    config = {"mcpServers": {"b": {"command": sys.executable, "args": [BURST]}}}
+    streams: list[StdioStream] = []
+
+    @asynccontextmanager
+    async def stdio_client(gw: Gateway, nursery: trio.Nursery) -> AsyncIterator[ClientSession]:
+        to_gateway, from_client = os.pipe()
+        to_client, from_gateway = os.pipe()
+        ours = StdioStream(to_gateway, from_gateway, name="front")
+        theirs = StdioStream(to_client, from_client, name="client")
+        streams.extend((ours, theirs))
+        await gw.start_session(ours, nursery)
+        async with open_session(theirs) as client:
+            await client.call_tool("b__running", {"n": 0})  # past the handshake: the byte path
+            yield client
+
+    with trio.fail_after(TIMEOUT):
+        try:
+            async with open_gateway(config, settings=FOREVER, stdio_options=STDIO) as gw:
+                processes.update(children(os.getpid()))
+                with collapse_groups():
+                    async with gw.running(), trio.open_nursery() as nursery:
+                        async with stdio_client(gw, nursery) as one, stdio_client(gw, nursery) as two:
+                            fronts = [s.peer.stream for s in gw.sessions]
+                            assert all(isinstance(f, ForwardingStream) for f in fronts) and len(fronts) == 2
+                            before = sum(f.statistics()["calls_spliced"] for f in fronts)  # type: ignore[attr-defined]
+                            answers: dict[str, str] = {}
+
+                            async def call(client: ClientSession, tag: str) -> None:
+                                result = await client.call_tool("b__reverse", {"n": MANY, "tag": tag})
+                                assert result.is_error is not True, result
+                                answers[tag] = result.content[0].text
+
+                            async with trio.open_nursery() as calls:
+                                for i in range(MANY):
+                                    calls.start_soon(call, one if i % 2 else two, f"{i % 2} {i}")
+                            assert answers == {f"{i % 2} {i}": f"{i % 2} {i}" for i in range(MANY)}
+                            after = [f.statistics() for f in fronts]  # type: ignore[attr-defined]
+                            assert sum(a["calls_spliced"] for a in after) == before + MANY
+                            assert [a["calls_out"] for a in after] == [0, 0]
+                        nursery.cancel_scope.cancel()
+        finally:
+            for stream in streams:
+                await stream.aclose()
+    assert await wait_gone(processes) == set()
+
+
 async def test_a_server_lost_mid_burst_ends_every_call_with_an_error_result(processes: set[int]) -> None:
     with trio.fail_after(TIMEOUT):
         async with burst_gateway(processes) as (gw, client):

@@ -274,25 +274,33 @@ class ForwardingStream:
         self._reads = reads = self._reads + 1
         routes = self._routes
         calls = self._calls
-        room = self._capacity - len(self._writer.queue)
+        room = self._capacity - len(self._writer.queue) - len(calls)  # calls this read may add
         taken = 0
+        # The route of the last head, and what its calls need, in locals: the
+        # calls of a read mostly go to one tool.
+        name: str | None = None
+        route: Route | None = None
         for head in heads:
             params = head.params
-            route = routes.get(params.name)
-            if route is None or route.checked != reads:
-                route = self._check(params.name, reads, now)
-                if route is None:
-                    break  # the handler path (or the frame path) gives the answer
+            if params.name != name:
+                name = params.name
+                route = routes.get(name)
+                if route is None or route.checked != reads:
+                    route = self._check(name, reads, now)
+                    if route is None:
+                        break  # the handler path (or the frame path) gives the answer
+                ids, tool, deadline = route.ids, route.tool, route.deadline
+                at_tap, due, out = route.calls, route.due.append, route.heads.append
             ident = head.id
-            if ident in calls or len(calls) >= room:
+            if ident in calls or taken >= room:
                 break  # the frame path gives the error
-            backend_id = next(route.ids)  # type: ignore[arg-type]
-            calls[ident] = call = Call(self, ident, route, None, backend_id, route.deadline, False)
-            route.calls[backend_id] = call  # type: ignore[index]
-            route.due.append(call)
+            backend_id = next(ids)  # type: ignore[arg-type]
+            calls[ident] = call = Call(self, ident, route, None, backend_id, deadline, False)  # type: ignore[arg-type]
+            at_tap[backend_id] = call  # type: ignore[index]
+            due(call)
             head.id = backend_id  # the call as its server gets it: its id, its tool's name there
-            params.name = route.tool
-            route.heads.append(head)
+            params.name = tool
+            out(head)
             taken += 1
         if taken:
             self._forwarded += taken

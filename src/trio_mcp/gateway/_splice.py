@@ -171,6 +171,8 @@ class BackendTap:
             answers = [_answer(line) if whole or utf8(line) else _NO_ANSWER for line in lines]
         left: list[bytes] = []
         fronts = self._fronts
+        # The client of the last answer, in locals: a read's answers mostly go to one.
+        front: Any = None
         for i, answer in enumerate(answers):
             call = calls.pop(answer.id, None)  # type: ignore[arg-type]
             if call is None or answer.result is UNSET or answer.error is not UNSET:
@@ -182,14 +184,16 @@ class BackendTap:
                         left.append(lines[i])  # not an answer to one of ours: the peer's
                     continue
             call.done = True
-            front = call.front
+            if call.front is not front:
+                front = call.front
+                open_calls, out = front._calls, front._answers
+                if not out:
+                    fronts.append(front)
+                add = out.append
             ident = call.front_id
-            front._calls.pop(ident, None)
+            open_calls.pop(ident, None)
             answer.id = ident  # the answer as its client gets it: its id
-            out = front._answers
-            if not out:
-                fronts.append(front)
-            out.append(answer)
+            add(answer)
         if fronts:
             for front in fronts:
                 front._write_answers()
