@@ -17,9 +17,10 @@ opens a cProfile window in it, ``SIGUSR2`` closes it and writes the stats.
 The driver runs for ``--prime`` + ``--window`` + 4 s; the window opens
 ``--prime`` seconds in. A call is an ``echo`` tool call (counted in the
 workers' profiles, whichever served it). Printed per row: Python calls and
-task steps per call of each process and of them all; with ``--top``, the
-functions whose calls per call differ most between this tree and the base
-(or between two rows: ``--compare``).
+task steps per call of each process and of them all; with ``--top`` and
+``--base``, the functions whose calls per call differ most between this tree
+and the base (``--keep DIR`` keeps every process's stats, to compare two
+rows with ``pstats``).
 """
 
 from __future__ import annotations
