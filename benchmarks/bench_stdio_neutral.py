@@ -397,7 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     if any(t.runtime == "native" for t in args.targets):
         args.c_relay = Path(tempfile.gettempdir()) / f"bench-stdio-neutral-c-relay-{os.getpid()}"
         build = ["cc", "-O2", "-pthread", "-o", str(args.c_relay), str(HERE / "servers" / "c_relay.c")]
-        if subprocess.run(build, check=False).returncode != 0:
+        try:
+            built = subprocess.run(build, check=False).returncode == 0
+        except FileNotFoundError:  # no C compiler
+            built = False
+        if not built:
             print(f"bench_stdio_neutral: could not build the c-relay row: {' '.join(build)}", file=sys.stderr)
             return 2
     rows: list[dict[str, Any]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,25 @@ def test_bench_stdio_neutral_measures_the_gateway_and_the_relays_against_direct(
     }
     for per in ratios.values():
         assert set(per) == {"seq", "c64"} and all(v["median"] > 0 for v in per.values()), per
+
+
+def test_bench_stdio_neutral_builds_and_drives_the_floors_of_any_process_in_the_path() -> None:
+    """The floor rows run only when named: the routing relay in two blocking
+    Python threads (echo__echo renamed echo, so every call counted was
+    routed) and the C byte copier, compiled by the benchmark with ``cc``
+    (the binary removed afterwards)."""
+    targets = "trio-mcp,thread-routing-relay,c-relay"
+    before = set(Path(tempfile.gettempdir()).glob("bench-stdio-neutral-c-relay-*"))
+    doc = json.loads(run_bench("--json", "--targets", targets, "--concurrencies", "1,64"))
+    rows = doc["rows"]
+    assert sorted((r["impl"], r["concurrency"]) for r in rows) == sorted(
+        (i, c) for i in targets.split(",") for c in (1, 64)
+    )
+    for row in rows:
+        assert row["calls"] > 0 and row["server_cpu_us"] > 0, row
+    ratios = doc["summary"]["ratios"]
+    assert set(ratios) == {"calls_per_s thread-routing-relay/direct", "calls_per_s c-relay/direct"}
+    for per in ratios.values():
+        assert set(per) == {"seq", "c64"} and all(v["median"] > 0 for v in per.values()), per
+    assert [p["exit"] for p in doc["processes"]] == [0, 0, 0]
+    assert set(Path(tempfile.gettempdir()).glob("bench-stdio-neutral-c-relay-*")) == before
