@@ -187,7 +187,9 @@ def report(rows: list[dict[str, Any]], top: int) -> None:
                 f"{sum(p['calls'] for p in row['procs']) / n:,.0f}",
                 f"{sum(p['steps'] for p in row['procs']) / n:.1f}",
                 f"{sum(p['cpu_ns'] for p in row['procs']) / 1e3 / n:,.0f}",
-                _gc({"gc_ns": [sum(p.get("gc_ns", [0])[g] for p in row["procs"]) for g in range(3)]}, n),
+                _gc(
+                    {"gc_ns": [sum(p.get("gc_ns", (0, 0, 0))[g] for p in row["procs"]) for g in range(3)]}, n
+                ),
             ]
         )
     head = [
