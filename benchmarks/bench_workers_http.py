@@ -18,10 +18,15 @@ an order rotated every round:
   (``--redis URL``, sessions shared through Redis): the handshake era with
   ``--sessions`` sessions (64 by default, caller i using session i mod 64),
   each opened on a keep-alive connection of its own (so they start on every
-  process, as the kernel hands out the connections), each request sent on
-  the next of those connections in turn (round robin per request, no
-  stickiness: with 2 processes half the requests reach the one that does not
-  own their session and are forwarded to it);
+  process, as the kernel hands out the connections), round robin per
+  request with no stickiness: with ``--balance``, each request to the next
+  process in turn on a connection to it that carries no call, as a
+  round-robin balancer sends it (haproxy's ``balance roundrobin``); without,
+  each request on the next of those connections in turn, waiting behind the
+  call it carries (``--rotate-by connection`` gives this with ``--balance``
+  too: the rotation of earlier versions, which held a call back while
+  other connections were free). With 2 processes half the requests reach
+  the one that does not own their session and are forwarded to it;
 * and ``1 process redis pinned`` and ``2 workers redis pinned``: the same
   sessions, each request on its session's own connection, so a session lives
   where the kernel gave its connection, and is forwarded only when that
@@ -312,6 +317,17 @@ def capacity(row: dict[str, Any], processes: int) -> float:
     return min(1e6 / (server * busiest), cpus * 1e6 / total)
 
 
+def rotation(args: argparse.Namespace, pinned: bool, workers: int) -> str | bool:
+    """The driver's ``rotate`` for a row: per request over the processes (a
+    round-robin balancer: ``--balance`` with several workers and ``--rotate-by
+    process``), over the connections, or not at all (pinned rows)."""
+    if pinned:
+        return False
+    if args.balance and workers > 1 and args.rotate_by == "process":
+        return "process"
+    return "connection"
+
+
 def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[str, Any]]:
     options, eras, pinned, python = args.servers[name]
     load = load_average()
@@ -335,7 +351,7 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
             # Every session opened on a connection of its own (so sessions start on
             # every process); pinned: its calls there, else on each connection in turn.
             "pinSessions": "--redis" in options,
-            "rotate": not pinned,
+            "rotate": rotation(args, pinned, len(server.pids) - 1) if "--redis" in options else False,
             # --balance: the sessions' connections spread evenly over the processes.
             "balanceWorkers": len(server.pids) - 1 if args.balance and "--redis" in options else 0,
             "concurrencies": [args.concurrency],
@@ -557,6 +573,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "round-robin balancer would) instead of as the kernel's accept race falls",
     )
     parser.add_argument(
+        "--rotate-by",
+        choices=("process", "connection"),
+        default="process",
+        help="with --balance, the unpinned session rows: each request to the next worker process on a "
+        "free connection to it, as a round-robin balancer (default), or on the next connection in "
+        "turn, waiting behind the call it carries (the rotation of earlier versions)",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="PYTHON",
         default=None,
@@ -592,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         "sessions": args.sessions,
         "redis": args.redis,
         "balance": args.balance,
+        "rotate_by": args.rotate_by if args.balance else "connection",
         "node_version": node_version(args.node),
         "undici": npm_version("undici"),
         "cpus": os.cpu_count(),

@@ -10,8 +10,9 @@ machine's load, unlike CPU time.
 The targets are ``bench_workers_http.py``'s (``--targets``; default: ``1
 process`` and ``2 workers`` stateless, and with ``--redis`` ``1 process
 redis`` and ``2 workers redis link`` with their connections spread evenly
-over the workers and each request on the next connection in turn, so half
-the session calls are forwarded to their owner). Every process of the
+over the workers and each request sent to the next worker in turn, on a
+free connection to it, so half the session calls are forwarded to their
+owner). Every process of the
 server starts with ``servers/profile_hook`` on ``PYTHONPATH``: ``SIGUSR1``
 opens a cProfile window in it, ``SIGUSR2`` closes it and writes the stats.
 The driver runs for ``--prime`` + ``--window`` + 4 s; the window opens
@@ -80,7 +81,8 @@ def profile_row(name: str, era: str, base: Path | None, args: argparse.Namespace
                 "handshake": True,
                 "sessions": 64,
                 "pinSessions": "--redis" in options,
-                "rotate": not pinned,
+                # Unpinned: per request the next worker, as bench_workers_http --balance.
+                "rotate": False if pinned else "process" if len(server.pids) > 2 else "connection",
                 "balanceWorkers": len(server.pids) - 1 if "--redis" in options else 0,
                 "concurrencies": [args.concurrency],
                 "connections": 64,

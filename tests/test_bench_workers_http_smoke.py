@@ -50,8 +50,10 @@ def test_bench_workers_http_runs_both_targets_and_reports_the_ratios() -> None:
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 def test_bench_workers_http_session_rows_on_a_real_redis(tmp_path: Path) -> None:
-    """The session rows, both kinds (any connection, pinned): each reports its
-    share of forwarded calls and redis-server's CPU, and the ratios."""
+    """The session rows, both kinds (any connection, pinned), with the
+    sessions' connections spread evenly over the workers and each unpinned
+    request sent to the next worker in turn (``--balance``): each row reports
+    its share of forwarded calls and redis-server's CPU, and the ratios."""
     sock = tmp_path / "redis.sock"
     redis = subprocess.Popen(
         ["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "", "--appendonly", "no",
@@ -65,7 +67,17 @@ def test_bench_workers_http_session_rows_on_a_real_redis(tmp_path: Path) -> None
             time.sleep(0.02)  # nothing to wait on but the socket file
         names = "1 process redis,2 workers redis,1 process redis pinned,2 workers redis pinned"
         script = [sys.executable, "benchmarks/bench_workers_http.py", "--rounds", "1", "--seconds", "0.5"]
-        options = ["--prime", "0.5", "--concurrency", "8", "--connections", "8", "--sessions", "8"]
+        options = [
+            "--prime",
+            "0.5",
+            "--concurrency",
+            "8",
+            "--connections",
+            "8",
+            "--sessions",
+            "8",
+            "--balance",
+        ]
         out, survivors = procs.run_isolated(
             [*script, *options, "--redis", f"unix://{sock}", "--targets", names, "--json"], 400
         )
@@ -81,6 +93,14 @@ def test_bench_workers_http_session_rows_on_a_real_redis(tmp_path: Path) -> None
         assert row["forwarded"] >= 0 and row["redis_cpu_us"] >= 0 and row["capacity"] > 0
     # One process owns every session: nothing to forward.
     assert rows["1 process redis"]["forwarded"] == 0 == rows["1 process redis pinned"]["forwarded"]
+    assert doc["settings"]["rotate_by"] == "process"
+    for name in ("2 workers redis", "2 workers redis pinned"):
+        assert sorted(rows[name]["connections_per_process"].values()) == [4, 4]
+    # Every request to the next worker in turn: about half reach the one that
+    # does not own their session (≈: Redis's count over an estimate of the
+    # run's calls); pinned, every call is served where its session lives.
+    assert rows["2 workers redis"]["forwarded"] > 0.15
+    assert rows["2 workers redis pinned"]["forwarded"] < 0.05
     ratios = doc["summary"]["ratios"]
     for pair in ("2 workers redis/1 process redis", "2 workers redis pinned/1 process redis pinned"):
         assert ratios[f"calls_per_s {pair}"]["handshake c8"]["median"] > 0

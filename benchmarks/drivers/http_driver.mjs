@@ -25,8 +25,14 @@
 //                  spread over them)
 //   pinSessions    handshake era: each session opened on a keep-alive connection of its own,
 //                  and its calls sent there, instead of on any connection of the pool
-//   rotate         with pinSessions: each call on the next of those connections in turn
-//                  (round robin per request: a session's calls on every connection)
+//   rotate         with pinSessions: round robin per request, a session's calls on every
+//                  connection. "connection" (or true): each call on the next of those
+//                  connections in turn, waiting behind the call that connection carries,
+//                  if any. "process" (with balanceWorkers): each call to the next server
+//                  process in turn, on a connection to it that carries no call (else the
+//                  first to come free), as a round-robin balancer sends each request to
+//                  the next server over a free connection to it (haproxy's balance
+//                  roundrobin with keep-alive)
 //   balanceWorkers with pinSessions: N server processes share the port; the sessions'
 //                  connections are spread evenly over them (as a round-robin balancer
 //                  would), not as the kernel's accept race falls: each new connection
@@ -79,12 +85,41 @@ async function balanceConnections(count, workers) {
     const node = await nodeOf(via);
     if ((per.get(node) || 0) < most) {
       per.set(node, (per.get(node) || 0) + 1);
+      via.node = node;
       balanced.push(via);
     } else {
       await via.close();
     }
   }
   split = Object.fromEntries(per);
+}
+
+/** rotate "process": the sessions' connections by the server process they reached
+ * (balanceWorkers), and `send(fn)`, which runs `fn(connection)` on a free
+ * connection of the next process in turn (waiting for one only while all of
+ * that process's carry a call). */
+function serverProcesses(shapes) {
+  const nodes = new Map();
+  for (const { pool: via } of shapes) {
+    if (via.node === undefined) throw new Error('rotate "process" needs balanceWorkers (the connections\' processes)');
+    if (!nodes.has(via.node)) nodes.set(via.node, { free: [], waiting: [] });
+    nodes.get(via.node).free.push(via);
+  }
+  const order = [...nodes.values()];
+  let next = 0;
+  return {
+    async send(fn) {
+      const node = order[next++ % order.length];
+      const via = node.free.pop() || (await new Promise((resolve) => node.waiting.push(resolve)));
+      try {
+        return await fn(via);
+      } finally {
+        const waiter = node.waiting.shift();
+        if (waiter) waiter(via);
+        else node.free.push(via);
+      }
+    },
+  };
 }
 
 /** The JSON-RPC answer in a body, JSON or an SSE stream (its first non-empty `data:` answer). */
@@ -206,11 +241,13 @@ async function runRow(era, shapes, concurrency, warmup) {
 
   let nextCaller = 0;
   let nextConnection = 0;
+  const processes = opts.rotate === 'process' && opts.pinSessions && era !== MODERN ? serverProcesses(shapes) : null;
   function caller() {
     const { headers, pool: own } = shapes[nextCaller++ % shapes.length];
     return async function call() {
-      const via = opts.rotate && pinned.length ? pinned[nextConnection++ % pinned.length] : own;
-      const { status, text } = await post(headers, body(), via);
+      const { status, text } = processes
+        ? await processes.send((via) => post(headers, body(), via))
+        : await post(headers, body(), opts.rotate && pinned.length ? pinned[nextConnection++ % pinned.length] : own);
       if (status !== 200 || !text.includes('"result"')) throw new Error(`${era} tools/call: HTTP ${status} ${text}`);
     };
   }
