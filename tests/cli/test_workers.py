@@ -11,6 +11,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -233,5 +234,16 @@ async def test_two_workers_on_redis_serve_one_handshake_session_whichever_takes_
                 assert ingress == {"w-0", "w-1"}  # both workers took requests of the session
                 (owner,) = owners  # and one of them ran every call
                 assert int(owner) in server.worker_pids
+                if link:
+                    # The workers link over Unix sockets in a directory of the parent's own.
+                    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                        ready = (await client.get(server.url.replace("/mcp", "/readyz"))).json()
+                    address = ready["cluster"]["link_address"]
+                    assert address.startswith("unix:/")
+                    directory = Path(address.removeprefix("unix:")).parent
+                    assert directory.stat().st_mode & 0o777 == 0o700
+                    assert len(list(directory.glob("link-*.sock"))) == 2
+            if link:
+                assert not directory.exists()  # removed with the command
     finally:
         redis.stop()

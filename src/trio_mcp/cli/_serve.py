@@ -140,9 +140,15 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
     )
     cluster.add_argument(
         "--link-host",
-        default="127.0.0.1",
         metavar="HOST",
-        help="with --direct-link: the private address this node listens on (a port chosen at run time)",
+        help="with --direct-link: the private address this node listens on (a port chosen at run time; "
+        "default 127.0.0.1)",
+    )
+    cluster.add_argument(
+        "--link-dir",
+        metavar="DIR",
+        help="with --direct-link: listen on a Unix socket in this directory instead (nodes on one "
+        "machine; --workers N uses a private one unless --link-host or --link-dir is given)",
     )
     cluster.add_argument(
         "--link-advertise",
@@ -186,6 +192,7 @@ class ServeOptions:
     node_header: bool = False
     direct_link: bool = False
     link_host: str = "127.0.0.1"
+    link_dir: str | None = None
     link_advertise: str | None = None
 
     @classmethod
@@ -223,7 +230,8 @@ class ServeOptions:
             lease_ttl=args.lease_ttl,
             node_header=args.node_header,
             direct_link=args.direct_link,
-            link_host=args.link_host,
+            link_host=args.link_host or "127.0.0.1",
+            link_dir=args.link_dir,
             link_advertise=args.link_advertise,
         )
 
@@ -250,6 +258,7 @@ class ServeOptions:
                 node_header=self.node_header,
                 direct_link=self.direct_link,
                 link_host=self.link_host,
+                link_dir=self.link_dir,
                 link_advertise=self.link_advertise,
             )
             if self.node_id is not None:

@@ -33,6 +33,9 @@ says that handshake-era requests are served without sessions; the 2026-07-28
 era is stateless anyway. Its ``requestState`` must verify in every worker: the
 parent hands every worker the keys given (``--request-state-key``,
 ``TRIO_MCP_REQUEST_STATE_KEYS``) or, without any, one random key of its own.
+With ``--direct-link`` the workers link over Unix sockets in a temporary
+directory of the parent's (mode 0700, removed when the command ends), unless
+``--link-host`` or ``--link-dir`` says where.
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ import functools
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -111,12 +116,18 @@ def run_workers(args: argparse.Namespace, options: ServeOptions) -> int:
     config.bind = [f"{host_in_url(options.host)}:{options.port}"]
     sockets = config.create_sockets()
     (sock,) = sockets.insecure_sockets
+    # The workers' direct links: Unix sockets in a directory of this command's
+    # own (only its user can reach it), unless told where.
+    private = options.direct_link and args.link_host is None and options.link_dir is None
+    link_dir = tempfile.mkdtemp(prefix="trio-mcp-links-") if private else None
     try:
         sock.listen(config.backlog)
-        spec = {"args": vars(args), "keys": list(keys), "fd": sock.fileno()}
+        spec = {"args": vars(args), "keys": list(keys), "fd": sock.fileno(), "link_dir": link_dir}
         return trio.run(_Parent(options, spec).run)
     finally:
         sock.close()
+        if link_dir is not None:
+            shutil.rmtree(link_dir, ignore_errors=True)
 
 
 @attrs.define
@@ -342,6 +353,7 @@ def worker_main() -> int:
         workers=1,
         request_state_keys=tuple(spec["keys"]),
         listen_fd=spec["fd"],
+        link_dir=spec.get("link_dir") or options.link_dir,
         # A node id is held by one live process: each worker is a node of its own.
         node_id=None if options.node_id is None else f"{options.node_id}-{spec['index']}",
     )

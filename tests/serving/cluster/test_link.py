@@ -155,6 +155,27 @@ async def test_an_owner_whose_link_cannot_be_opened_is_reached_through_its_inbox
                 assert a.forwarded >= 3
 
 
+async def test_nodes_given_a_link_dir_link_over_unix_sockets_there_and_remove_them(tmp_path: Path) -> None:
+    links = tmp_path / "links"
+    links.mkdir(mode=0o700)
+    async with real_redis(tmp_path) as redis, redis_client(redis.url) as store:
+        async with (
+            nodes(redis, "a", "b", link=True, app=make_app, link_dir=str(links)) as [(url_a, a), (url_b, b)],
+            httpx.AsyncClient(timeout=TIMEOUT) as client,
+        ):
+            assert a.links is not None and b.links is not None
+            assert a.links.address.startswith(f"unix:{links}/link-")
+            assert len(list(links.glob("link-*.sock"))) == 2
+            with trio.fail_after(TIMEOUT):
+                session_id, _ = await open_session(client, url_a)
+                for i in range(3):
+                    assert text_of(await result_of(client, url_b, session_id, call(i, "where"))) == "a"
+                assert b.links.received >= 3 and a.forwarded >= 3
+                assert b.links.to_owner["a"].stream.socket.family == socket.AF_UNIX
+                assert await store.xlen("store:inbox:a") == 0  # none went through the inbox
+        assert list(links.iterdir()) == []  # each node removed its socket
+
+
 async def test_a_link_that_breaks_fails_its_calls_typed_and_the_next_request_opens_another(
     tmp_path: Path,
 ) -> None:

@@ -102,10 +102,12 @@ async def nodes(
     *names: str,
     link: bool = False,
     app: Callable[[str], MCPServer] | None = None,
+    link_dir: str | None = None,
     **options: Any,
 ) -> AsyncIterator[list[tuple[str, RedisCluster]]]:
     """HTTP servers in this process, each one a node (lease 1 s; ``link``:
-    with direct links), serving ``app(name)``."""
+    with direct links, over Unix sockets in ``link_dir`` if given), serving
+    ``app(name)``."""
     async with trio.open_nursery() as nursery:
         running = []
         for name in names:
@@ -119,6 +121,7 @@ async def nodes(
                     store_timeout=0.5,
                     node_header=True,
                     direct_link=link,
+                    link_dir=link_dir,
                 )
             )
             server = HttpServer((app or make_app)(name), cluster=cluster, **options)
@@ -229,6 +232,8 @@ def test_cluster_settings_are_checked() -> None:
         ClusterSettings(url="redis://x", node_id="a:b")
     with pytest.raises(ValueError, match="store_timeout"):
         ClusterSettings(url="redis://x", store_timeout=0)
+    with pytest.raises(ValueError, match="link_advertise"):
+        ClusterSettings(url="redis://x", link_dir="/run/links", link_advertise="10.0.0.1:9000")
     assert ClusterSettings(url="redis://x").node_id != ClusterSettings(url="redis://x").node_id
 
 

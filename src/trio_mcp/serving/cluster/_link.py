@@ -31,6 +31,7 @@ request may or may not have been served: never a hang, never a replay).
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import math
@@ -47,6 +48,7 @@ from ._redis import REDIS_ERRORS, SessionRecord
 
 if TYPE_CHECKING:
     from ._node import RedisCluster
+    from ._settings import ClusterSettings
 
 __all__ = ["LOST", "Link", "Links", "Wakeup"]
 
@@ -242,6 +244,36 @@ def _address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+#: How a published link address names a Unix socket (``link_dir``).
+_UNIX = "unix:"
+
+
+async def _listen(settings: ClusterSettings) -> tuple[trio.SocketListener, str]:
+    """The link listener and the address the other nodes dial: TCP on
+    ``link_host``, or a Unix socket of a random name in ``link_dir``."""
+    if settings.link_dir is None:
+        listeners = await trio.open_tcp_listeners(settings.link_port, host=settings.link_host)
+        for extra in listeners[1:]:
+            await extra.aclose()
+        host, port = listeners[0].socket.getsockname()[:2]
+        return listeners[0], settings.link_advertise or (f"[{host}]" if ":" in host else host) + f":{port}"
+    path = os.path.join(settings.link_dir, f"link-{secrets.token_hex(8)}.sock")
+    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    try:
+        await sock.bind(path)
+        sock.listen()
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketListener(sock), _UNIX + path
+
+
+async def _dial(address: str) -> trio.SocketStream:
+    if address.startswith(_UNIX):
+        return await trio.open_unix_socket(address[len(_UNIX) :])
+    return await trio.open_tcp_stream(*_address(address))
+
+
 class Links:
     """A node's direct links: its listener (the owner side) and its
     connections to owners (the ingress side), under one supervised child."""
@@ -265,16 +297,12 @@ class Links:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen, publish the address (through the lease), serve links until cancelled."""
-        settings = self.cluster.settings
-        listeners = await trio.open_tcp_listeners(settings.link_port, host=settings.link_host)
+        listener, self.address = await _listen(self.cluster.settings)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                sockname = listeners[0].socket.getsockname()
-                host = f"[{sockname[0]}]" if ":" in sockname[0] else sockname[0]
-                self.address = settings.link_advertise or f"{host}:{sockname[1]}"
                 self.cluster.link_address = f"{self.address} {self.token}"
-                nursery.start_soon(trio.serve_listeners, self._serve, listeners)
+                nursery.start_soon(trio.serve_listeners, self._serve, [listener])
                 task_status.started()
                 await trio.sleep_forever()
         finally:
@@ -283,6 +311,9 @@ class Links:
             for link in list(self.to_owner.values()):
                 self._lost(link)
             self.to_owner.clear()
+            if self.address.startswith(_UNIX):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.address[len(_UNIX) :])
 
     # ------------------------------------------------------------ owner side
 
@@ -365,8 +396,8 @@ class Links:
         stream: trio.SocketStream | None = None
         try:
             with trio.fail_after(settings.store_timeout):
-                address, _, token = owner.link.partition(" ")
-                stream = await trio.open_tcp_stream(*_address(address))
+                address, _, token = owner.link.rpartition(" ")
+                stream = await _dial(address)
                 link = Link(stream, owner.owner, owner.nonce, settings.link_max_frame, settings.outbox_queue)
                 link.own_nonce = cluster.nonce
                 greeting = {
@@ -378,7 +409,7 @@ class Links:
                 await stream.send_all(_frame(greeting))
                 hello = await _hello(link, settings.store_timeout)
         except (*_ENDED, ValueError, trio.TooSlowError) as exc:
-            log.debug("no link to %s at %s: %r", owner.owner, owner.link.partition(" ")[0], exc)
+            log.debug("no link to %s at %s: %r", owner.owner, owner.link.rpartition(" ")[0], exc)
             if stream is not None:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()

@@ -72,6 +72,10 @@ class ClusterSettings:
     #: ``host:port`` the other nodes dial (default: the address listened on;
     #: set it for nodes on several machines, with ``link_host`` ``0.0.0.0``).
     link_advertise: str | None = None
+    #: A directory: listen for direct links on a Unix socket in it instead of
+    #: on ``link_host`` (nodes on one machine: a frame costs less than over
+    #: loopback TCP). ``trio-mcp … --workers N --direct-link`` uses a private one.
+    link_dir: str | None = None
     #: The largest frame a link takes (a forwarded request or a piece of an answer).
     link_max_frame: int = 64 << 20
 
@@ -97,6 +101,8 @@ class ClusterSettings:
             raise ValueError(f"owner_failure must be 'adopt' or 'drop', not {self.owner_failure!r}")
         if not 0 <= self.link_port < 65536:
             raise ValueError(f"link_port must be a port number, not {self.link_port}")
+        if self.link_dir is not None and self.link_advertise is not None:
+            raise ValueError("link_advertise names a TCP address: a link_dir's socket is dialled by its path")
         if not self.node_id or ":" in self.node_id:
             raise ValueError("node_id must be non-empty and without ':'")
 
