@@ -35,7 +35,10 @@ an order rotated every round:
 With ``--direct-link`` also ``2 workers redis link`` and ``2 workers redis
 pinned link``: the same 2-worker session rows with ``--direct-link`` (a
 forwarded request goes to its owner over a direct connection between the
-workers instead of through Redis; ratios against the same 1-process rows).
+workers, a Unix socket in the parent's private directory, instead of through
+Redis; ratios against the same 1-process rows), and ``2 workers redis link
+tcp``, the unpinned one with its links over loopback TCP (``--link-host
+127.0.0.1``).
 With ``--baseline PYTHON`` every row runs again, named ``… (base)``, served
 by that interpreter's trio-mcp (another checkout's venv, or a script running
 this venv's python with ``PYTHONPATH=OTHER/src``), in the same rounds: this
@@ -130,6 +133,7 @@ ONE, TWO = "1 process", "2 workers"
 ONE_REDIS, TWO_REDIS = "1 process redis", "2 workers redis"
 ONE_PINNED, TWO_PINNED = "1 process redis pinned", "2 workers redis pinned"
 TWO_LINK, TWO_PINNED_LINK = "2 workers redis link", "2 workers redis pinned link"
+TWO_LINK_TCP = "2 workers redis link tcp"
 BASE = " (base)"
 #: The session rows' lease: long, as a loaded machine may starve a renewal
 #: (a lapsed lease answers 503 and ends the driver's run).
@@ -257,6 +261,9 @@ def targets(redis: str | None, link: bool = False, baseline: str | None = None) 
             for name, pinned in ((TWO_LINK, False), (TWO_PINNED_LINK, True)):
                 options = ["--json-response", "--workers", "2", "--redis", redis, *LEASE, "--direct-link"]
                 found[name] = (options, (HANDSHAKE,), pinned, here)
+            # The links over loopback TCP instead of the workers' Unix sockets.
+            options = [*found[TWO_LINK][0], "--link-host", "127.0.0.1"]
+            found[TWO_LINK_TCP] = (options, (HANDSHAKE,), False, here)
     if baseline:
         for name, (options, eras, pinned, _) in list(found.items()):
             found[name + BASE] = (options, eras, pinned, baseline)
@@ -452,7 +459,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pairs += [(TWO_LINK, ONE_REDIS), (TWO_PINNED_LINK, ONE_PINNED), (TWO_LINK, TWO_REDIS)]
     pairs += [(num + BASE, den + BASE) for num, den in pairs[:3]]
     pairs += [(num + BASE, den + BASE) for num, den in pairs[3:5]]
-    pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_LINK + BASE)]
+    pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_LINK + BASE), (TWO_LINK, TWO_LINK_TCP)]
     for num, den in pairs:
         if per := round_ratios(rows, "calls_per_s", num, den, ("era", "concurrency")):
             ratios[f"calls_per_s {num}/{den}"] = per
