@@ -234,6 +234,9 @@ def test_cluster_settings_are_checked() -> None:
         ClusterSettings(url="redis://x", store_timeout=0)
     with pytest.raises(ValueError, match="link_advertise"):
         ClusterSettings(url="redis://x", link_dir="/run/links", link_advertise="10.0.0.1:9000")
+    with pytest.raises(ValueError, match="too long"):
+        ClusterSettings(url="redis://x", link_dir="/" + "d" * 80)
+    assert ClusterSettings(url="redis://x", link_dir="/" + "d" * 79).link_dir is not None
     assert ClusterSettings(url="redis://x").node_id != ClusterSettings(url="redis://x").node_id
 
 

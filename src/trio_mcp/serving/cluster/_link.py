@@ -4,7 +4,8 @@ connection, and the owner answers on the same connection, instead of two
 Redis stream writes and reads per request.
 
 Each node listens on a private address (``link_host``, a port chosen at run
-time; ``link_advertise`` is what the others dial), published in Redis next to
+time; ``link_advertise`` is what the others dial; or a Unix socket in
+``link_dir``, for nodes on one machine), published in Redis next to
 its lease (``link:{nid}``, same lifetime) with a random token of the
 node's: a peer must name it in its hello, so only a party that can read
 Redis (as on the inbox path) opens a link. An ingress keeps one connection

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from typing import Any, Final, Literal
 
@@ -11,6 +12,10 @@ from ..._util import check_positive
 from ...protocol import InternalError
 
 __all__ = ["NODE_HEADER", "ClusterSettings", "OwnerFailure", "OwnerLost"]
+
+#: The longest ``link_dir``: a Unix socket's path holds at most 107 bytes, and
+#: a node's socket adds ``/link-`` and 16 hex digits and ``.sock`` to it.
+_LINK_DIR_MAX: Final = 80
 
 #: The response header naming the node that served a request (``node_header``).
 NODE_HEADER: Final = "mcp-node"
@@ -73,8 +78,9 @@ class ClusterSettings:
     #: set it for nodes on several machines, with ``link_host`` ``0.0.0.0``).
     link_advertise: str | None = None
     #: A directory: listen for direct links on a Unix socket in it instead of
-    #: on ``link_host`` (nodes on one machine: a frame costs less than over
-    #: loopback TCP). ``trio-mcp … --workers N --direct-link`` uses a private one.
+    #: on ``link_host`` (nodes on one machine; only users allowed into the
+    #: directory reach it). ``trio-mcp … --workers N --direct-link`` uses a
+    #: private one.
     link_dir: str | None = None
     #: The largest frame a link takes (a forwarded request or a piece of an answer).
     link_max_frame: int = 64 << 20
@@ -101,8 +107,15 @@ class ClusterSettings:
             raise ValueError(f"owner_failure must be 'adopt' or 'drop', not {self.owner_failure!r}")
         if not 0 <= self.link_port < 65536:
             raise ValueError(f"link_port must be a port number, not {self.link_port}")
-        if self.link_dir is not None and self.link_advertise is not None:
-            raise ValueError("link_advertise names a TCP address: a link_dir's socket is dialled by its path")
+        if self.link_dir is not None:
+            if self.link_advertise is not None:
+                raise ValueError(
+                    "link_advertise names a TCP address: a link_dir's socket is dialled by its path"
+                )
+            if len(os.fsencode(self.link_dir)) > _LINK_DIR_MAX:
+                raise ValueError(
+                    f"link_dir is too long for a Unix socket's path (at most {_LINK_DIR_MAX} bytes)"
+                )
         if not self.node_id or ":" in self.node_id:
             raise ValueError("node_id must be non-empty and without ':'")
 
