@@ -21,7 +21,8 @@ an order rotated every round:
   process, as the kernel hands out the connections), round robin per
   request with no stickiness: with ``--balance``, each request to the next
   process in turn on a connection to it that carries no call, as a
-  round-robin balancer sends it (haproxy's ``balance roundrobin``); without,
+  round-robin balancer sends it (haproxy's ``balance roundrobin``; one
+  process: on any free connection); without,
   each request on the next of those connections in turn, waiting behind the
   call it carries (``--rotate-by connection`` gives this with ``--balance``
   too: the rotation of earlier versions, which held a call back while
@@ -324,13 +325,14 @@ def capacity(row: dict[str, Any], processes: int) -> float:
     return min(1e6 / (server * busiest), cpus * 1e6 / total)
 
 
-def rotation(args: argparse.Namespace, pinned: bool, workers: int) -> str | bool:
-    """The driver's ``rotate`` for a row: per request over the processes (a
-    round-robin balancer: ``--balance`` with several workers and ``--rotate-by
-    process``), over the connections, or not at all (pinned rows)."""
+def rotation(args: argparse.Namespace, pinned: bool) -> str | bool:
+    """The driver's ``rotate`` for a row: per request over the processes, on a
+    free connection (a round-robin balancer: ``--balance`` and ``--rotate-by
+    process``; one process: any free connection), over the connections in
+    turn, or not at all (pinned rows)."""
     if pinned:
         return False
-    if args.balance and workers > 1 and args.rotate_by == "process":
+    if args.balance and args.rotate_by == "process":
         return "process"
     return "connection"
 
@@ -358,7 +360,7 @@ def run_target(name: str, round_no: int, args: argparse.Namespace) -> list[dict[
             # Every session opened on a connection of its own (so sessions start on
             # every process); pinned: its calls there, else on each connection in turn.
             "pinSessions": "--redis" in options,
-            "rotate": rotation(args, pinned, len(server.pids) - 1) if "--redis" in options else False,
+            "rotate": rotation(args, pinned) if "--redis" in options else False,
             # --balance: the sessions' connections spread evenly over the processes.
             "balanceWorkers": len(server.pids) - 1 if args.balance and "--redis" in options else 0,
             "concurrencies": [args.concurrency],

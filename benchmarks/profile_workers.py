@@ -82,7 +82,7 @@ def profile_row(name: str, era: str, base: Path | None, args: argparse.Namespace
                 "sessions": 64,
                 "pinSessions": "--redis" in options,
                 # Unpinned: per request the next worker, as bench_workers_http --balance.
-                "rotate": False if pinned else "process" if len(server.pids) > 2 else "connection",
+                "rotate": False if pinned else "process",
                 "balanceWorkers": len(server.pids) - 1 if "--redis" in options else 0,
                 "concurrencies": [args.concurrency],
                 "connections": 64,

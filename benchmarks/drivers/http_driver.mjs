@@ -28,11 +28,11 @@
 //   rotate         with pinSessions: round robin per request, a session's calls on every
 //                  connection. "connection" (or true): each call on the next of those
 //                  connections in turn, waiting behind the call that connection carries,
-//                  if any. "process" (with balanceWorkers): each call to the next server
-//                  process in turn, on a connection to it that carries no call (else the
-//                  first to come free), as a round-robin balancer sends each request to
-//                  the next server over a free connection to it (haproxy's balance
-//                  roundrobin with keep-alive)
+//                  if any. "process": each call to the next server process in turn (as
+//                  balanceWorkers found them; without it, all connections are one), on a
+//                  connection to it that carries no call (else the first to come free), as
+//                  a round-robin balancer sends each request to the next server over a
+//                  free connection to it (haproxy's balance roundrobin)
 //   balanceWorkers with pinSessions: N server processes share the port; the sessions'
 //                  connections are spread evenly over them (as a round-robin balancer
 //                  would), not as the kernel's accept race falls: each new connection
@@ -95,15 +95,15 @@ async function balanceConnections(count, workers) {
 }
 
 /** rotate "process": the sessions' connections by the server process they reached
- * (balanceWorkers), and `send(fn)`, which runs `fn(connection)` on a free
- * connection of the next process in turn (waiting for one only while all of
- * that process's carry a call). */
+ * (balanceWorkers; without it, one group: a single server process), and
+ * `send(fn)`, which runs `fn(connection)` on a free connection of the next
+ * process in turn (waiting for one only while all of that process's carry a call). */
 function serverProcesses(shapes) {
   const nodes = new Map();
   for (const { pool: via } of shapes) {
-    if (via.node === undefined) throw new Error('rotate "process" needs balanceWorkers (the connections\' processes)');
-    if (!nodes.has(via.node)) nodes.set(via.node, { free: [], waiting: [] });
-    nodes.get(via.node).free.push(via);
+    const node = via.node ?? '';
+    if (!nodes.has(node)) nodes.set(node, { free: [], waiting: [] });
+    nodes.get(node).free.push(via);
   }
   const order = [...nodes.values()];
   let next = 0;
