@@ -22,12 +22,12 @@ an order rotated every round:
   request with no stickiness: with ``--balance``, each request to the next
   process in turn on a connection to it that carries no call, as a
   round-robin balancer sends it (haproxy's ``balance roundrobin``; one
-  process: on any free connection); without,
-  each request on the next of those connections in turn, waiting behind the
-  call it carries (``--rotate-by connection`` gives this with ``--balance``
-  too: the rotation of earlier versions, which held a call back while
-  other connections were free). With 2 processes half the requests reach
-  the one that does not own their session and are forwarded to it;
+  process: on any free connection); without, each request on the next of
+  those connections in turn, waiting behind the call it carries
+  (``--rotate-by connection`` gives this with ``--balance`` too: the
+  rotation of earlier versions, which held a call back while other
+  connections were free). With 2 processes half the requests reach the one
+  that does not own their session and are forwarded to it;
 * and ``1 process redis pinned`` and ``2 workers redis pinned``: the same
   sessions, each request on its session's own connection, so a session lives
   where the kernel gave its connection, and is forwarded only when that
