@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -156,8 +157,13 @@ async def test_an_owner_whose_link_cannot_be_opened_is_reached_through_its_inbox
 
 
 async def test_nodes_given_a_link_dir_link_over_unix_sockets_there_and_remove_them(tmp_path: Path) -> None:
-    links = tmp_path / "links"
-    links.mkdir(mode=0o700)
+    # A short directory: a Unix socket's path holds at most 107 bytes, and
+    # pytest's tmp_path under xdist comes close.
+    with tempfile.TemporaryDirectory(prefix="links-") as short:
+        await _link_over_unix_sockets(tmp_path, Path(short))
+
+
+async def _link_over_unix_sockets(tmp_path: Path, links: Path) -> None:
     async with real_redis(tmp_path) as redis, redis_client(redis.url) as store:
         async with (
             nodes(redis, "a", "b", link=True, app=make_app, link_dir=str(links)) as [(url_a, a), (url_b, b)],
