@@ -118,7 +118,12 @@ def run_workers(args: argparse.Namespace, options: ServeOptions) -> int:
     (sock,) = sockets.insecure_sockets
     # The workers' direct links: Unix sockets in a directory of this command's
     # own (only its user can reach it), unless told where.
-    private = options.direct_link and args.link_host is None and options.link_dir is None
+    private = (
+        options.redis_url is not None
+        and options.direct_link
+        and args.link_host is None
+        and options.link_dir is None
+    )
     link_dir = tempfile.mkdtemp(prefix="trio-mcp-links-") if private else None
     try:
         sock.listen(config.backlog)
@@ -353,7 +358,7 @@ def worker_main() -> int:
         workers=1,
         request_state_keys=tuple(spec["keys"]),
         listen_fd=spec["fd"],
-        link_dir=spec.get("link_dir") or options.link_dir,
+        link_dir=spec["link_dir"] or options.link_dir,
         # A node id is held by one live process: each worker is a node of its own.
         node_id=None if options.node_id is None else f"{options.node_id}-{spec['index']}",
     )
