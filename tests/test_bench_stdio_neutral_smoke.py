@@ -143,7 +143,10 @@ def drive_against_direct(targets: str) -> dict:
         (i, c) for i in targets.split(",") for c in (1, 64)
     )
     for row in rows:
-        assert row["calls"] > 0 and row["server_cpu_us"] > 0, row
+        assert row["calls"] > 0, row
+        # CPU is read in clock ticks (10 ms): the C byte copier may spend less
+        # than one over a short window; a Python process serving calls never does.
+        assert row["server_cpu_us"] >= 0 if row["impl"] == "c-relay" else row["server_cpu_us"] > 0, row
     ratios = doc["summary"]["ratios"]
     assert set(ratios) == {f"calls_per_s {name}/direct" for name in targets.split(",")[1:]}
     for per in ratios.values():
