@@ -107,6 +107,10 @@ class Peer(_Outbound, _HandlerPool):
         self.dispatcher: Dispatcher = dispatcher or _NullDispatcher()
         self.limits = limits or PeerLimits()
         self._next_id = 1
+        #: Prepended to the ids of the requests this peer sends, which are then
+        #: strings (a cluster node serving a session owned elsewhere marks its
+        #: requests so that their answers find their way back to it).
+        self.id_prefix = ""
         #: Answer an inbound JSON-RPC batch with one array (JSON-RPC 2.0), not
         #: item by item. Off until the protocol in use has batches (MCP
         #: 2025-03-26 only: the session actors set it on negotiating it).

@@ -53,6 +53,7 @@ class _Outbound:
     _can_inline: bool
     _closed_reason: str | None
     _next_id: int
+    id_prefix: str
     #: A pending call's entry: its parked task (a gathered call), a _Reply,
     #: CANCEL_OWED, or what ``expect`` was given (see _peer_calls.deliver).
     _pending: dict[int | str, Any]
@@ -126,8 +127,10 @@ class _Outbound:
                 serve = None if method in ALWAYS_FRAMED else self.stream.inline_in_order  # type: ignore[attr-defined]
             if serve is not None:
                 return await self._request_inline(serve, method, params, result_type, on_progress)
-        ident = self._next_id
-        self._next_id = ident + 1
+        ident: int | str = self._next_id
+        self._next_id += 1
+        if self.id_prefix:
+            ident = f"{self.id_prefix}{ident}"
         pending = self._pending
         if on_progress is None and pending and self._gathers and self._write_failure is None:
             # Other calls are out: the answer writer sends this one with
@@ -222,7 +225,7 @@ class _Outbound:
         ``reply.deliver_progress(item, limit)``. Until :meth:`forget`."""
         if self._closed_reason is not None:
             raise ConnectionClosed(f"connection closed: {self._closed_reason}")
-        ident = self._next_id
+        ident = self._next_id  # (no id_prefix: the proxies that call this never set one)
         self._next_id = ident + 1
         self._pending[ident] = reply
         if progress:
@@ -244,8 +247,10 @@ class _Outbound:
     ) -> Any:
         """Have the other end serve a request in this task (see :meth:`request`)."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        ident = self._next_id
-        self._next_id = ident + 1
+        ident: int | str = self._next_id
+        self._next_id += 1
+        if self.id_prefix:
+            ident = f"{self.id_prefix}{ident}"
         if on_progress is not None:
             params = _with_progress_token(params, ident)
 

@@ -155,6 +155,12 @@ def serving_options(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="with --direct-link: the address the other nodes dial (nodes on several machines)",
     )
+    cluster.add_argument(
+        "--serve-on-ingress",
+        action="store_true",
+        help="with --redis and --json-response: serve a session's tool calls, lists and reads on the "
+        "node they reach, from its saved handshake state, instead of forwarding them to its node",
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -194,6 +200,7 @@ class ServeOptions:
     link_host: str = "127.0.0.1"
     link_dir: str | None = None
     link_advertise: str | None = None
+    serve_on_ingress: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -209,6 +216,11 @@ class ServeOptions:
             usage_error(f"--workers takes a number of processes, at least 1, not {args.workers}")
         if not args.drain_timeout >= 0:
             usage_error(f"--drain-timeout takes seconds, at least 0, not {args.drain_timeout}")
+        if args.serve_on_ingress and not (args.redis and args.json_response):
+            usage_error(
+                "--serve-on-ingress serves requests of sessions shared through Redis, answered as JSON: "
+                "it needs --redis and --json-response"
+            )
         return cls(
             transport=args.transport,
             host=args.host,
@@ -233,6 +245,7 @@ class ServeOptions:
             link_host=args.link_host or "127.0.0.1",
             link_dir=args.link_dir,
             link_advertise=args.link_advertise,
+            serve_on_ingress=args.serve_on_ingress,
         )
 
     def cluster(self) -> Any:
@@ -260,6 +273,7 @@ class ServeOptions:
                 link_host=self.link_host,
                 link_dir=self.link_dir,
                 link_advertise=self.link_advertise,
+                serve_on_ingress=self.serve_on_ingress,
             )
             if self.node_id is not None:
                 settings = attrs.evolve(settings, node_id=self.node_id)

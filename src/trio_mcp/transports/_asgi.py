@@ -166,6 +166,10 @@ class WholeBody:
         self._body: bytes | None = body
         self._gone = gone
 
+    def peek(self) -> bytes | None:
+        """The body, unless it was taken already (it stays to be taken)."""
+        return self._body
+
     def take(self) -> bytes | None:
         """The body, unless it was taken already."""
         body, self._body = self._body, None

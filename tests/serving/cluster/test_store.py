@@ -103,11 +103,13 @@ async def nodes(
     link: bool = False,
     app: Callable[[str], MCPServer] | None = None,
     link_dir: str | None = None,
+    serve_on_ingress: bool = False,
     **options: Any,
 ) -> AsyncIterator[list[tuple[str, RedisCluster]]]:
     """HTTP servers in this process, each one a node (lease 1 s; ``link``:
-    with direct links, over Unix sockets in ``link_dir`` if given), serving
-    ``app(name)``."""
+    with direct links, over Unix sockets in ``link_dir`` if given; each
+    serving a session's plain requests itself with ``serve_on_ingress``),
+    serving ``app(name)``."""
     async with trio.open_nursery() as nursery:
         running = []
         for name in names:
@@ -122,6 +124,7 @@ async def nodes(
                     node_header=True,
                     direct_link=link,
                     link_dir=link_dir,
+                    serve_on_ingress=serve_on_ingress,
                 )
             )
             server = HttpServer((app or make_app)(name), cluster=cluster, **options)

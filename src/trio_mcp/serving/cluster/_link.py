@@ -354,6 +354,8 @@ class Links:
             exchange = self.cluster.exchanges.get(fields.get(b"f", b""))
             if exchange is not None:
                 exchange.disconnect()
+        elif kind == b"push" or kind == b"touch":
+            self.cluster.dispatch_note(fields)  # from a replica on the peer (see _replica)
 
     # ---------------------------------------------------------- ingress side
 

@@ -26,16 +26,16 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import trio
-from msgspec import UNSET
 
 from ...supervision import ChildSpec, Strategy, Supervisor
 from ...transports._asgi import HttpError, Receive, Scope, Send
 from ..http._config import LAST_EVENT_HEADER, SESSION_HEADER
+from ._bus import Bus
 from ._link import Link, Links
 from ._redis import REDIS_ERRORS, NotWritten, Outgoing, RedisStore, SessionRecord
 from ._registry import ClusterRegistry, restore
+from ._replica import Replicas
 from ._settings import NODE_HEADER, ClusterSettings
 from ._tunnel import FORWARDED, MISDIRECTED, Exchange, Reply, Silence, forward, read_request, serve_forwarded
 
@@ -64,12 +64,6 @@ _BATCH_BYTES = 1 << 20
 
 #: What a forwarded request must carry (see ``_tunnel.forward``).
 _REQUEST_FIELDS = (b"f", b"from", b"m", b"p", b"h")
-
-
-class _Broadcast(msgspec.Struct, frozen=True):
-    node: str
-    method: str
-    params: Any = None
 
 
 class RedisCluster:
@@ -109,14 +103,15 @@ class RedisCluster:
         self._nursery: trio.Nursery | None = None
         self._saved: dict[str, Any] = {}
         self._save_soon = trio.Event()
-        self._bus_send, self._bus_recv = trio.open_memory_channel[bytes](settings.bus_queue)
+        self.bus = Bus(self)
+        #: The replicas of sessions owned elsewhere (``serve_on_ingress``).
+        self.replicas = Replicas(self) if settings.serve_on_ingress else None
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[Outgoing](settings.outbox_queue)
         self.lease_losses = 0
         #: Times the lease could not be taken: another live process has this node id.
         self.refused = 0
         self.forwarded = 0
         self.adopted = 0
-        self.broadcasts_dropped = 0
 
     def __repr__(self) -> str:
         return f"<RedisCluster node {self.settings.node_id}>"
@@ -126,6 +121,11 @@ class RedisCluster:
         if self._app is None:
             raise RuntimeError("the cluster is not running")
         return self._app
+
+    @property
+    def nursery(self) -> trio.Nursery | None:
+        """Where the node's tasks run, while it runs."""
+        return self._nursery
 
     @property
     def healthy(self) -> bool:
@@ -143,8 +143,9 @@ class RedisCluster:
             "adopted": self.adopted,
             "serving_forwarded": len(self.exchanges),
             "waiting_forwarded": len(self.replies),
-            "broadcasts_dropped": self.broadcasts_dropped,
+            "broadcasts_dropped": self.bus.dropped,
             **(self.links.statistics() if self.links is not None else {}),
+            **(self.replicas.statistics() if self.replicas is not None else {}),
         }
 
     # ------------------------------------------------------------ lifecycle
@@ -163,17 +164,19 @@ class RedisCluster:
         app.readiness = self._readiness(app.readiness)
         shared = app._shared
         if shared is not None and hasattr(shared, "broadcast_relay"):
-            shared.broadcast_relay = self._relay
+            shared.broadcast_relay = self.announce
         # The link first: the lease publishes its address.
         links = [ChildSpec(id="link", start=self.links.run)] if self.links is not None else []
+        replicas = [ChildSpec(id="replicas", start=self.replicas.run)] if self.replicas is not None else []
         supervisor = Supervisor(
             [
                 *links,
                 ChildSpec(id="lease", start=self._lease, shutdown_grace=self.settings.store_timeout),
                 ChildSpec(id="inbox", start=self._inbox),
                 ChildSpec(id="outbox", start=self._outbox),
-                ChildSpec(id="bus", start=self._bus),
+                ChildSpec(id="bus", start=self.bus.run),
                 ChildSpec(id="sessions", start=self._keeper),
+                *replicas,
             ],
             strategy=Strategy.ONE_FOR_ALL,
         )
@@ -186,7 +189,7 @@ class RedisCluster:
                 await trio.sleep_forever()
         finally:
             self._nursery = None
-            if shared is not None and getattr(shared, "broadcast_relay", None) == self._relay:
+            if shared is not None and getattr(shared, "broadcast_relay", None) == self.announce:
                 shared.broadcast_relay = None
 
     async def drain(self) -> None:
@@ -222,6 +225,8 @@ class RedisCluster:
         if app is not None:
             for session in app.registry.local():
                 app.end_session(session, reason)
+        if self.replicas is not None:
+            self.replicas.end_all(reason)
         for exchange in list(self.exchanges.values()):
             exchange.disconnect()
 
@@ -354,6 +359,8 @@ class RedisCluster:
             exchange = self.exchanges.get(fields.get(b"f", b""))
             if exchange is not None:
                 exchange.disconnect()
+        elif kind == b"push" or kind == b"touch":
+            self.dispatch_note(fields)
 
     def dispatch_request(self, fields: dict[bytes, bytes], link: Link | None = None) -> None:
         """Serve a request forwarded here (from the inbox, or over ``link``)."""
@@ -371,54 +378,43 @@ class RedisCluster:
         if reply is not None:
             reply.put(fields)
 
-    # ----------------------------------------------------------------- bus
+    # ------------------------------------------------------- bus, replicas
 
-    def _relay(self, method: str, params: Any) -> None:
-        data = msgspec.json.encode(
-            _Broadcast(self.settings.node_id, method, None if params is UNSET else params)
-        )
-        try:
-            self._bus_send.send_nowait(data)
-        except trio.WouldBlock:
-            self.broadcasts_dropped += 1
+    def announce(self, method: str, params: Any) -> None:
+        """Publish a broadcast of the app, or a ``cluster/…`` notice, to the other nodes."""
+        self.bus.publish(method, params)
 
-    async def _bus(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._publish)
-            task_status.started()
-            while True:
-                try:
-                    await self._subscribe()
-                except* REDIS_ERRORS as group:  # coredis raises them from its own tasks too
-                    log.debug("bus subscription failed: %r", group.exceptions[0])
-                await trio.sleep(self.settings.renew_interval)
-
-    async def _subscribe(self) -> None:
-        channel = self.store.key("events")
-        async with self.store.client.pubsub(
-            channels=[channel], ignore_subscribe_messages=True, retry_policy=None
-        ) as pubsub:
-            async for message in pubsub:
-                if message["type"] == "message":
-                    self._deliver(message["data"])
-
-    def _deliver(self, data: Any) -> None:
-        try:
-            event = msgspec.json.decode(data, type=_Broadcast)
-        except (msgspec.DecodeError, msgspec.ValidationError, TypeError):
+    def notice(self, method: str, params: Any) -> None:
+        """A ``cluster/…`` notice from another node (see :mod:`._replica`)."""
+        replicas = self.replicas
+        if replicas is None or not isinstance(params, dict):
             return
-        app = self._app
-        shared = None if app is None else app._shared
-        if event.node != self.settings.node_id and shared is not None:
-            shared.deliver_broadcast(event.method, UNSET if event.params is None else event.params)
+        session_id = params.get("s")
+        if type(session_id) is not str:
+            return
+        if method == "cluster/ended":
+            self.routes.pop(session_id, None)
+            replicas.drop(session_id, "its session ended on its owner")
+        elif method == "cluster/cancel" and type(params.get("r")) in (int, str):
+            replicas.cancel(session_id, params["r"])
 
-    async def _publish(self) -> None:
-        async for data in self._bus_recv:
+    def dispatch_note(self, fields: dict[bytes, bytes]) -> None:
+        """A ``push`` or ``touch`` frame of another node's replica (link or inbox)."""
+        if self.replicas is not None:
+            self.replicas.received(fields)
+
+    async def send_to_node(self, record: SessionRecord, fields: dict[bytes, bytes]) -> None:
+        """Send a frame to ``record``'s node: on the link to it, else through
+        its inbox (raises one of ``REDIS_ERRORS`` when that cannot be written)."""
+        links = self.links
+        link = None if links is None else links.open_to(record) or await links.to(record)
+        if link is not None:
             try:
-                with trio.fail_after(self.settings.store_timeout):
-                    await self.store.publish(data)
-            except REDIS_ERRORS:
-                self.broadcasts_dropped += 1
+                await link.send(fields)
+                return
+            except trio.BrokenResourceError:
+                pass
+        await self.write(record.owner, fields)
 
     # ------------------------------------------------------------ sessions
 
@@ -449,6 +445,12 @@ class RedisCluster:
             session_id = headers.get(SESSION_HEADER)
             if session_id is not None:
                 local = await self.app.registry.get(session_id)
+                if (
+                    local is None
+                    and self.replicas is not None
+                    and self.replicas.take_forwarded(scope, receive, session_id)
+                ):
+                    return send  # an answer to this node's replica's request
                 if local is None:
                     raise HttpError(
                         421, "Misdirected Request: not this session's owner", headers=[MISDIRECTED]
@@ -468,6 +470,10 @@ class RedisCluster:
             if session_id not in self._saved:
                 self._save_soon.set()  # its handshake state, for an adoption, as soon as it has one
             _check_resumption(local, scope, headers)
+            replicas = self.replicas
+            if replicas is not None and scope.get("method") == "POST" and replicas.asking(session_id):
+                await replicas.owner_post(scope, receive, send, headers, session_id)
+                return None
             return send
         record = await self._route(session_id)
         if record is None:
@@ -478,6 +484,11 @@ class RedisCluster:
         body = await read_request(self, scope, receive, headers)
         if body is None:
             return None  # the client went away: nobody to answer
+        replicas = self.replicas
+        if replicas is not None and await replicas.serve(
+            scope, receive, send, headers, session_id, record, body
+        ):
+            return None
         if await forward(self, scope, receive, send, session_id, record, body):
             return None
         # The owner it went to no longer has it (ended, or moved): once more.
@@ -575,6 +586,8 @@ class RedisCluster:
             "node %s adopts session %s from %s (fence %d)", settings.node_id, session_id, record.owner, fence
         )
         app = self.app
+        if self.replicas is not None:
+            self.replicas.drop(session_id, "its session is adopted here")
         registry.adopting.add(session_id)
         try:
             await app.make_room()

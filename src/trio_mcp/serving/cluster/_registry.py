@@ -127,6 +127,8 @@ class ClusterRegistry:
             self.saved.pop(session.id, None)
             if self.cluster.draining:
                 return True  # ended here to be adopted elsewhere: the record stays
+            if self.cluster.replicas is not None:  # (the ones on other nodes end too)
+                self.cluster.announce("cluster/ended", {"s": session.id})
             try:
                 self._forget_send.send_nowait(session.id)
             except trio.WouldBlock:

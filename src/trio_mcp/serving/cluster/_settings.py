@@ -84,6 +84,11 @@ class ClusterSettings:
     link_dir: str | None = None
     #: The largest frame a link takes (a forwarded request or a piece of an answer).
     link_max_frame: int = 64 << 20
+    #: Serve a session's plain requests (``tools/call``, lists, reads…)
+    #: answered as JSON on the node they reach, from the session's saved
+    #: handshake state, instead of forwarding them to its owner (see
+    #: ``_replica``; needs the app's ``json_response=True``).
+    serve_on_ingress: bool = False
 
     def __attrs_post_init__(self) -> None:
         check_positive(

@@ -499,6 +499,23 @@ class StreamableHttpApp(AsgiApp):
             raise
         return session
 
+    async def start_replica(self, session: HttpSessionStream) -> None:
+        """Start a session that the registry does not hold: a cluster node's
+        copy of a session owned by another node, serving some of its requests
+        (see :mod:`trio_mcp.serving.cluster`). It gets no broadcasts (its
+        owner's session does); :meth:`end_session` ends it."""
+        self.check_taking_work()
+        nursery = self._nursery
+        assert nursery is not None
+        try:
+            session.server_session = await nursery.start(self._session_task, session)
+        except BaseException:
+            self.end_session(session, "failed to start")
+            raise
+        detach = getattr(self._shared, "_detach", None)
+        if detach is not None:
+            detach(session.server_session)
+
     async def _session_task(self, session: HttpSessionStream, *, task_status: trio.TaskStatus[Any]) -> None:
         try:
             with trio.CancelScope() as scope:
@@ -573,31 +590,42 @@ class StreamableHttpApp(AsgiApp):
                 send = await cluster.intercept(scope, receive, send, headers)
                 if send is None:
                     return  # served by the cluster (forwarded to another node)
-            method = scope.get("method", "GET")
-            if self.auth is not None and method != "OPTIONS":
-                headers = await self.auth.authenticate(headers)
-            if method == "POST":
-                await handle_post(self, scope, receive, send, headers)
-            elif method == "GET":
-                await handle_get(self, receive, send, headers)
-            elif method == "DELETE":
-                await handle_delete(self, send, headers)
-            elif is_preflight(method, headers):
-                await respond(send, 204, b"", preflight_headers(headers, settings.cors_max_age))
-            else:
-                raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+            await self.dispatch(scope, receive, send, headers)
         except HttpError as exc:
             await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
 
+    async def dispatch(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        """Serve a request on the MCP endpoint past the checks and the cluster
+        hook (which calls it for a request whose body it read first: it then
+        passes a ``receive`` that gives that body again). Raises
+        :class:`HttpError` for the caller to answer."""
+        settings = self.settings
+        method = scope.get("method", "GET")
+        if self.auth is not None and method != "OPTIONS":
+            headers = await self.auth.authenticate(headers)
+        if method == "POST":
+            await handle_post(self, scope, receive, send, headers)
+        elif method == "GET":
+            await handle_get(self, receive, send, headers)
+        elif method == "DELETE":
+            await handle_delete(self, send, headers)
+        elif is_preflight(method, headers):
+            await respond(send, 204, b"", preflight_headers(headers, settings.cors_max_age))
+        else:
+            raise HttpError(405, "Method not allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+
     # ---------------------------------------------------------------- checks
 
-    async def session_for(self, headers: dict[str, str]) -> HttpSessionStream:
+    async def session_for(
+        self, headers: dict[str, str], assigned: HttpSessionStream | None = None
+    ) -> HttpSessionStream:
         """The session a request names (``400`` without an id, ``404`` unknown,
-        ``400`` for a version this server does not speak)."""
+        ``400`` for a version this server does not speak); ``assigned``: the
+        one the cluster hook chose (see :data:`ASSIGNED_SESSION`), not the registry's."""
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
             raise HttpError(400, "Bad Request: missing Mcp-Session-Id header")
-        session = await self.registry.get(session_id)
+        session = assigned if assigned is not None else await self.registry.get(session_id)
         if session is None:
             raise HttpError(404, "Session not found")
         if self.auth is not None:

@@ -13,6 +13,7 @@ from ...transports._server_info import ServerInfo
 from ...transports.http._security import LOCAL_HOSTS
 
 __all__ = [
+    "ASSIGNED_SESSION",
     "DEFAULT_STORE",
     "ERROR_STATUS",
     "LAST_EVENT_HEADER",
@@ -30,6 +31,10 @@ __all__ = [
 SESSION_HEADER: Final = "mcp-session-id"
 VERSION_HEADER: Final = "mcp-protocol-version"
 LAST_EVENT_HEADER: Final = "last-event-id"
+#: The ASGI scope key under which a cluster hook names the session that
+#: serves a POST (a node's replica of a session owned elsewhere) instead of
+#: the one the registry holds.
+ASSIGNED_SESSION: Final = "trio_mcp.session"
 
 DEFAULT_STORE: Final = "memory"
 

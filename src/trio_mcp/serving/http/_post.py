@@ -30,7 +30,7 @@ from ...transports._asgi import (
     read_body,
     respond,
 )
-from ._config import SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
+from ._config import ASSIGNED_SESSION, SESSION_HEADER, VERSION_HEADER, accepts, answer_mode, media_types
 from ._get import answer_status, pump, session_headers
 from ._session import HttpSessionStream
 from ._sse_post import InlineSse
@@ -215,7 +215,7 @@ async def _post_body(
                 await respond(send, 400, encode(error_response(request.id, HeaderMismatch(problem))))
                 return None
     else:
-        session = await app.session_for(headers)
+        session = await app.session_for(headers, scope.get(ASSIGNED_SESSION))
         if batch and (session.protocol_version or V2025_03_26) > V2025_03_26:
             raise HttpError(
                 400, "Invalid Request: batches are not allowed in this protocol version", code=-32600
