@@ -135,6 +135,8 @@ ONE_REDIS, TWO_REDIS = "1 process redis", "2 workers redis"
 ONE_PINNED, TWO_PINNED = "1 process redis pinned", "2 workers redis pinned"
 TWO_LINK, TWO_PINNED_LINK = "2 workers redis link", "2 workers redis pinned link"
 TWO_LINK_TCP = "2 workers redis link tcp"
+#: Over links, a session's plain requests served on the worker they reach (``--serve-on-ingress``).
+TWO_INGRESS = "2 workers redis ingress"
 BASE = " (base)"
 #: The session rows' lease: long, as a loaded machine may starve a renewal
 #: (a lapsed lease answers 503 and ends the driver's run).
@@ -265,6 +267,7 @@ def targets(redis: str | None, link: bool = False, baseline: str | None = None) 
             # The links over loopback TCP instead of the workers' Unix sockets.
             options = [*found[TWO_LINK][0], "--link-host", "127.0.0.1"]
             found[TWO_LINK_TCP] = (options, (HANDSHAKE,), False, here)
+            found[TWO_INGRESS] = ([*found[TWO_LINK][0], "--serve-on-ingress"], (HANDSHAKE,), False, here)
     if baseline:
         for name, (options, eras, pinned, _) in list(found.items()):
             found[name + BASE] = (options, eras, pinned, baseline)
@@ -413,6 +416,7 @@ ACCOUNTED = (
     (TWO_PINNED, (ONE_PINNED, ONE_REDIS), "handshake-era sessions (Redis)"),
     (TWO_REDIS, (ONE_REDIS,), "handshake-era sessions (Redis)"),
     (TWO_LINK, (ONE_REDIS,), "handshake-era sessions (Redis)"),
+    (TWO_INGRESS, (ONE_REDIS,), "handshake-era sessions (Redis)"),
 )
 
 
@@ -462,6 +466,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pairs += [(num + BASE, den + BASE) for num, den in pairs[:3]]
     pairs += [(num + BASE, den + BASE) for num, den in pairs[3:5]]
     pairs += [(TWO_REDIS, TWO_REDIS + BASE), (TWO_LINK, TWO_LINK + BASE), (TWO_LINK, TWO_LINK_TCP)]
+    pairs += [(TWO_INGRESS, ONE_REDIS), (TWO_INGRESS, TWO_LINK), (TWO_INGRESS, TWO_INGRESS + BASE)]
     for num, den in pairs:
         if per := round_ratios(rows, "calls_per_s", num, den, ("era", "concurrency")):
             ratios[f"calls_per_s {num}/{den}"] = per

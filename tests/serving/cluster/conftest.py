@@ -115,7 +115,14 @@ class Node:
     """One ``trio-mcp run -t http --redis …`` process (restartable on its port)."""
 
     def __init__(
-        self, node_id: str, redis: RedisServer, prefix: str, directory: Path, policy: str, link: bool = False
+        self,
+        node_id: str,
+        redis: RedisServer,
+        prefix: str,
+        directory: Path,
+        policy: str,
+        link: bool = False,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.id = node_id
         self.port = free_port()
@@ -132,6 +139,7 @@ class Node:
             "--owner-failure", policy,
             "--node-header",
             *(["--direct-link"] if link else []),
+            *extra,
         ]  # fmt: skip
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -236,11 +244,20 @@ class Cluster:
     """A redis-server, nodes and (optionally) an haproxy, all running."""
 
     def __init__(
-        self, directory: Path, prefix: str, count: int, policy: str, balanced: bool, link: bool = False
+        self,
+        directory: Path,
+        prefix: str,
+        count: int,
+        policy: str,
+        balanced: bool,
+        link: bool = False,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.prefix = prefix
         self.redis = RedisServer(directory)
-        self.nodes = [Node(f"n{i + 1}", self.redis, prefix, directory, policy, link) for i in range(count)]
+        self.nodes = [
+            Node(f"n{i + 1}", self.redis, prefix, directory, policy, link, extra) for i in range(count)
+        ]
         self.lb: Haproxy | None = None
         self._balanced = balanced
         self.dir = directory
@@ -285,8 +302,9 @@ def running_cluster(
     policy: str = "adopt",
     balanced: bool = True,
     link: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> Iterator[Cluster]:
-    cluster = Cluster(directory, prefix, count, policy, balanced, link)
+    cluster = Cluster(directory, prefix, count, policy, balanced, link, extra)
     try:
         cluster.start()
         yield cluster
@@ -297,8 +315,9 @@ def running_cluster(
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Cluster]:
     """Three nodes (adopt policy) behind haproxy, for the whole module; a
-    module may set ``NODES``, ``POLICY``, ``BALANCED`` (haproxy or not) and
-    ``LINK`` (forward over direct links between the nodes)."""
+    module may set ``NODES``, ``POLICY``, ``BALANCED`` (haproxy or not),
+    ``LINK`` (forward over direct links between the nodes) and ``EXTRA``
+    (more options of every node)."""
     if REDIS_SERVER is None or HAPROXY is None:
         pytest.skip("redis-server and haproxy are not installed (scripts/setup-interop installs them)")
     module = request.module
@@ -310,6 +329,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         policy=getattr(module, "POLICY", "adopt"),
         balanced=getattr(module, "BALANCED", True),
         link=getattr(module, "LINK", False),
+        extra=tuple(getattr(module, "EXTRA", ())),
     ) as running:
         yield running
 

@@ -386,35 +386,13 @@ class RedisCluster:
 
     def notice(self, method: str, params: Any) -> None:
         """A ``cluster/…`` notice from another node (see :mod:`._replica`)."""
-        replicas = self.replicas
-        if replicas is None or not isinstance(params, dict):
-            return
-        session_id = params.get("s")
-        if type(session_id) is not str:
-            return
-        if method == "cluster/ended":
-            self.routes.pop(session_id, None)
-            replicas.drop(session_id, "its session ended on its owner")
-        elif method == "cluster/cancel" and type(params.get("r")) in (int, str):
-            replicas.cancel(session_id, params["r"])
+        if self.replicas is not None:
+            self.replicas.notice(method, params)
 
     def dispatch_note(self, fields: dict[bytes, bytes]) -> None:
         """A ``push`` or ``touch`` frame of another node's replica (link or inbox)."""
         if self.replicas is not None:
             self.replicas.received(fields)
-
-    async def send_to_node(self, record: SessionRecord, fields: dict[bytes, bytes]) -> None:
-        """Send a frame to ``record``'s node: on the link to it, else through
-        its inbox (raises one of ``REDIS_ERRORS`` when that cannot be written)."""
-        links = self.links
-        link = None if links is None else links.open_to(record) or await links.to(record)
-        if link is not None:
-            try:
-                await link.send(fields)
-                return
-            except trio.BrokenResourceError:
-                pass
-        await self.write(record.owner, fields)
 
     # ------------------------------------------------------------ sessions
 

@@ -58,7 +58,7 @@ from ..http import HttpSessionStream
 from ..http._config import ASSIGNED_SESSION, accepts, media_types
 from ._redis import REDIS_ERRORS, SessionRecord
 from ._registry import restore
-from ._tunnel import forward, read_request
+from ._tunnel import forward, read_request, send_frame
 
 if TYPE_CHECKING:
     from ._node import RedisCluster
@@ -317,6 +317,18 @@ class Replicas:
         self.cancel(session_id, ident)
         self.cluster.announce("cluster/cancel", {"s": session_id, "r": ident})
 
+    def notice(self, method: str, params: Any) -> None:
+        """A ``cluster/…`` notice from another node: a session ended on its
+        owner (its route and replica here go), a request cancelled."""
+        session_id = params.get("s") if isinstance(params, dict) else None
+        if type(session_id) is not str:
+            return
+        if method == "cluster/ended":
+            self.cluster.routes.pop(session_id, None)
+            self.drop(session_id, "its session ended on its owner")
+        elif method == "cluster/cancel" and type(params.get("r")) in (int, str):
+            self.cancel(session_id, params["r"])
+
     def cancel(self, session_id: str, ident: int | str) -> None:
         """The client cancelled a request of the session: if a replica here runs it, it stops."""
         replica = self.by_id.get(session_id)
@@ -357,7 +369,7 @@ class Replicas:
             self.end(idlest, "evicted for another replica")
         replica = self.by_id[session_id] = ReplicaStream(self, session_id, record)
         try:
-            await app.start_replica(replica)
+            await app.start_session(session_id, replica)
             restore(replica, state)
         except (HttpError, msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
             log.debug("no replica of session %s: %r", session_id, exc)
@@ -459,7 +471,7 @@ class Replicas:
         """Send the queued frames to the owners, in order."""
         async for record, fields in self._out_recv:
             try:
-                await self.cluster.send_to_node(record, fields)
+                await send_frame(self.cluster, record, fields)
             except (*REDIS_ERRORS, trio.TooSlowError) as exc:
                 log.debug("a frame for %s was lost: %r", record.owner, exc)
                 self.dropped += 1

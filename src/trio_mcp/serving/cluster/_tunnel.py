@@ -64,6 +64,7 @@ __all__ = [
     "forward",
     "read_request",
     "serve_forwarded",
+    "send_frame",
 ]
 
 log = logging.getLogger("trio_mcp.cluster")
@@ -337,6 +338,21 @@ async def forward(
                         await cluster.write(owner.owner, {b"k": b"dis", b"f": ident})
                 except Exception as exc:  # best effort (the store may be closing with the server)
                     log.debug("could not tell %s that a client went away: %r", owner.owner, exc)
+
+
+async def send_frame(cluster: RedisCluster, record: SessionRecord, fields: dict[bytes, bytes]) -> None:
+    """Send a frame that needs no answer to ``record``'s node: on the link to
+    it, else through its inbox (raises one of ``REDIS_ERRORS`` when that
+    cannot be written)."""
+    links = cluster.links
+    link = None if links is None else links.open_to(record) or await links.to(record)
+    if link is not None:
+        try:
+            await link.send(fields)
+            return
+        except trio.BrokenResourceError:
+            pass
+    await cluster.write(record.owner, fields)
 
 
 class _Relay:

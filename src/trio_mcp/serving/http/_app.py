@@ -483,38 +483,30 @@ class StreamableHttpApp(AsgiApp):
         self._evicted += 1
         self.end_session(victim, "evicted for a new session at max_sessions")
 
-    async def start_session(self, session_id: str | None) -> HttpSessionStream:
-        """Start a session (``None``: one that serves a single stateless request)."""
+    async def start_session(
+        self, session_id: str | None, replica: HttpSessionStream | None = None
+    ) -> HttpSessionStream:
+        """Start a session (``None``: one that serves a single stateless
+        request). ``replica``: start that one, which the registry does not
+        hold: a cluster node's copy of a session owned by another node (see
+        :mod:`trio_mcp.serving.cluster`), which gets no broadcasts (its
+        owner's session does); :meth:`end_session` ends it."""
         self.check_taking_work()
         nursery = self._nursery
         assert nursery is not None
-        session = HttpSessionStream(self, session_id)
+        session = HttpSessionStream(self, session_id) if replica is None else replica
         try:
-            if session_id is not None:
+            if session_id is not None and replica is None:
                 await self.registry.add(session)
                 self._created += 1
             session.server_session = await nursery.start(self._session_task, session)
         except BaseException:
             self.end_session(session, "failed to start")
             raise
-        return session
-
-    async def start_replica(self, session: HttpSessionStream) -> None:
-        """Start a session that the registry does not hold: a cluster node's
-        copy of a session owned by another node, serving some of its requests
-        (see :mod:`trio_mcp.serving.cluster`). It gets no broadcasts (its
-        owner's session does); :meth:`end_session` ends it."""
-        self.check_taking_work()
-        nursery = self._nursery
-        assert nursery is not None
-        try:
-            session.server_session = await nursery.start(self._session_task, session)
-        except BaseException:
-            self.end_session(session, "failed to start")
-            raise
-        detach = getattr(self._shared, "_detach", None)
+        detach = None if replica is None else getattr(self._shared, "_detach", None)
         if detach is not None:
             detach(session.server_session)
+        return session
 
     async def _session_task(self, session: HttpSessionStream, *, task_status: trio.TaskStatus[Any]) -> None:
         try:
