@@ -274,3 +274,26 @@ async def test_a_deleted_session_is_gone_on_the_nodes_that_served_it(tmp_path: P
                     await trio.sleep(0.02)  # the owner's notice, on the bus
                 answer = await request(client, url_b, session_id, call(2, "where"))
                 assert answer.status_code == 404
+
+
+async def test_a_call_asking_the_client_through_an_owner_that_goes_away_gets_an_error(tmp_path: Path) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serving(tmp_path, "a", "b") as (redis, running):
+            (url_a, a), (url_b, b) = running
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                session_id = await saved_session(client, redis, url_a, ASKING)
+                async with trio.open_nursery() as nursery:
+                    answers: list[httpx.Response] = []
+
+                    async def asking() -> None:
+                        answers.append(await request(client, url_b, session_id, call(1, "ask")))
+
+                    nursery.start_soon(asking)
+                    while not b.statistics()["pushed_to_owner"]:
+                        await trio.sleep(0.02)  # the sampling request went to a, which keeps it for a GET
+                    await a.drain()  # a gives its sessions up: nobody relays the answer any more
+                # Answered within b's next checks, not left waiting on a client that cannot answer.
+                answer = answers[0].json()
+                error = answer.get("error") or answer["result"]
+                assert "node is gone" in json.dumps(error), answer
+                assert b.statistics()["replicas"] == 0

@@ -565,7 +565,9 @@ class RedisCluster:
         )
         app = self.app
         if self.replicas is not None:
-            self.replicas.drop(session_id, "its session is adopted here")
+            stale = self.replicas.by_id.get(session_id)
+            if stale is not None:
+                self.replicas.retire(stale, "its session is adopted here")
         registry.adopting.add(session_id)
         try:
             await app.make_room()

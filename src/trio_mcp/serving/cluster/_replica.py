@@ -51,7 +51,17 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import trio
 
-from ...protocol import ErrorResponse, Notification, Request, Response, coerce, decode, encode
+from ...protocol import (
+    ErrorResponse,
+    InternalError,
+    Notification,
+    Request,
+    Response,
+    coerce,
+    decode,
+    encode,
+    error_response,
+)
 from ...transports._asgi import HttpError, Receive, Scope, Send, WholeBody, respond
 from ...transports._base import TransportClosed
 from ..http import HttpSessionStream
@@ -126,6 +136,12 @@ def marked(ident: Any) -> tuple[str, str] | None:
     return (parts[0], parts[1]) if len(parts) == 3 and parts[0] and parts[1] else None
 
 
+#: A frame for an owner: its record, the frame, and the replica and request
+#: id it carries (a request to the client: answered here with an error if the
+#: frame is lost).
+_Outgoing = tuple[SessionRecord, dict[bytes, bytes], "ReplicaStream | None", "int | str | None"]
+
+
 class ReplicaStream(HttpSessionStream):
     """A node's replica of a session owned elsewhere: its answers go to the
     POSTs it serves, everything else its calls send to the owner (pushed)."""
@@ -139,6 +155,8 @@ class ReplicaStream(HttpSessionStream):
         #: Served a request since the last check.
         self.used = True
         self.ready = trio.Event()
+        #: The requests its calls sent the client that are not answered yet.
+        self.asked: set[int | str] = set()
 
     def __repr__(self) -> str:
         return f"<ReplicaStream {self.id} of {self.record.owner}>"
@@ -150,8 +168,25 @@ class ReplicaStream(HttpSessionStream):
             return
         if self.closed:
             raise TransportClosed("HTTP session ended")
+        if kind is Request:
+            self.asked.add(message.id)
         self.replicas.push(self, message)
         await trio.lowlevel.checkpoint()
+
+    async def enqueue(self, frame: Any) -> int:
+        kind = type(frame)
+        if kind is Response or kind is ErrorResponse:
+            self.asked.discard(frame.id)
+        return await super().enqueue(frame)
+
+    def fail_asked(self, reason: str) -> None:
+        """Answer every request sent to the client and not answered yet with an
+        error (they went to a node that cannot relay their answers any more)."""
+        nursery = self.replicas.cluster.nursery
+        if nursery is None or self.closed:
+            return
+        for ident in self.asked:
+            nursery.start_soon(self.enqueue, error_response(ident, InternalError(reason)))
 
 
 class Replicas:
@@ -160,12 +195,13 @@ class Replicas:
     def __init__(self, cluster: RedisCluster) -> None:
         self.cluster = cluster
         self.by_id: dict[str, ReplicaStream] = {}
+        #: Replicas of sessions that moved (their owner died, or another node
+        #: adopted them): they end once their calls in flight are over.
+        self.retiring: set[ReplicaStream] = set()
         #: On an owner: until when a session's POSTs are looked at for answers to route.
         self.asked: dict[str, float] = {}
         queue = cluster.settings.outbox_queue
-        self._out_send, self._out_recv = trio.open_memory_channel[tuple[SessionRecord, dict[bytes, bytes]]](
-            queue
-        )
+        self._out_send, self._out_recv = trio.open_memory_channel[_Outgoing](queue)
         self._in_send, self._in_recv = trio.open_memory_channel[dict[bytes, bytes]](queue)
         #: Sessions whose owner had saved no state yet, and when Redis was last asked.
         self._unsaved: dict[str, float] = {}
@@ -359,7 +395,7 @@ class Replicas:
                     return None
                 replica.used = True
                 return replica
-            self.end(replica, "its session moved to another node")
+            self.retire(replica, "its session moved to another node")
         state = record.state or await self._state(session_id, record)
         if not state:
             return None
@@ -418,9 +454,23 @@ class Replicas:
         if replica is not None:
             self.end(replica, reason)
 
+    def retire(self, replica: ReplicaStream, reason: str) -> None:
+        """A replica whose session moved: no new request goes to it, and it
+        ends once its calls in flight are over. What they asked the client
+        fails (its answers would go to the old owner)."""
+        assert replica.id is not None
+        if self.by_id.get(replica.id) is replica:
+            del self.by_id[replica.id]
+        replica.fail_asked(f"the session's node is gone: {reason}")
+        if replica.awaiting:
+            self.retiring.add(replica)
+        else:
+            self.cluster.app.end_session(replica, reason)
+
     def end_all(self, reason: str) -> None:
-        for replica in list(self.by_id.values()):
+        for replica in [*self.by_id.values(), *self.retiring]:
             self.end(replica, reason)
+        self.retiring.clear()
 
     async def check(self) -> None:
         """Each ``renew_interval``: end the replicas unused for long, check in
@@ -430,11 +480,15 @@ class Replicas:
         idle = _IDLE_CHECKS * cluster.settings.renew_interval
         now = trio.current_time()
         used: dict[tuple[str, str], tuple[SessionRecord, list[str]]] = {}
+        for replica in list(self.retiring):
+            if replica.closed or not replica.awaiting:
+                self.retiring.discard(replica)
+                cluster.app.end_session(replica, "its session moved; its calls are over")
         for session_id, replica in list(self.by_id.items()):
             if replica.closed:
                 self.end(replica, "ended")
                 continue
-            if not replica.used:
+            if not replica.used and not replica.awaiting:
                 if now - replica.last_active > idle:
                     self.end(replica, "unused")
                 continue
@@ -445,13 +499,17 @@ class Replicas:
             except REDIS_ERRORS:
                 continue
             key = (replica.record.owner, replica.record.nonce)
-            if record is None or not record.alive or (record.owner, record.nonce) != key:
+            if record is None:
                 cluster.routes.pop(session_id, None)
-                self.end(replica, "its session ended or moved")
+                self.end(replica, "its session ended")
+                continue
+            if not record.alive or (record.owner, record.nonce) != key:
+                cluster.routes.pop(session_id, None)
+                self.retire(replica, "its session moved, or its node died")
                 continue
             used.setdefault(key, (record, []))[1].append(session_id)
         for record, sessions in used.values():
-            self._queue(record, {b"k": b"touch", b"s": "\n".join(sessions).encode()})
+            self._queue((record, {b"k": b"touch", b"s": "\n".join(sessions).encode()}, None, None))
 
     # --------------------------------------------------- to and from owners
 
@@ -459,22 +517,34 @@ class Replicas:
         """A message of a replica's call for the session's standalone stream, to its owner."""
         assert replica.id is not None
         fields = {b"k": b"push", b"s": replica.id.encode(), b"m": encode(message)}
-        self._queue(replica.record, fields)
+        self._queue((replica.record, fields, replica, message.id if type(message) is Request else None))
 
-    def _queue(self, record: SessionRecord, fields: dict[bytes, bytes]) -> None:
+    def _queue(self, item: _Outgoing) -> None:
         try:
-            self._out_send.send_nowait((record, fields))
+            self._out_send.send_nowait(item)
         except trio.WouldBlock:
-            self.dropped += 1
+            self._lost(item, "too many frames queued for the owner")
+
+    def _lost(self, item: _Outgoing, reason: str) -> None:
+        """A frame that did not reach the owner: a request to the client in it
+        is answered here, with an error (its call never waits for an answer
+        that cannot come)."""
+        record, _, replica, ident = item
+        log.debug("a frame for %s was lost: %s", record.owner, reason)
+        self.dropped += 1
+        nursery = self.cluster.nursery
+        if replica is not None and ident is not None and not replica.closed and nursery is not None:
+            error = InternalError(f"the request could not reach the session's node ({reason})")
+            nursery.start_soon(replica.enqueue, error_response(ident, error))
 
     async def _pusher(self) -> None:
         """Send the queued frames to the owners, in order."""
-        async for record, fields in self._out_recv:
+        async for item in self._out_recv:
+            record, fields = item[0], item[1]
             try:
                 await send_frame(self.cluster, record, fields)
             except (*REDIS_ERRORS, trio.TooSlowError) as exc:
-                log.debug("a frame for %s was lost: %r", record.owner, exc)
-                self.dropped += 1
+                self._lost(item, repr(exc))
                 continue
             if fields[b"k"] == b"push":
                 self.pushed += 1
