@@ -65,6 +65,13 @@ def test_workers_refuse_one_advertised_link_address_for_several_processes() -> N
     assert out.returncode == 2 and "--link-advertise" in out.stderr and "port of its own" in out.stderr
 
 
+def test_serve_on_ingress_needs_redis_and_json_answers() -> None:
+    for missing in (("--json-response",), ("--redis", "redis://127.0.0.1:1/0")):
+        out = _refused("-t", "http", "--serve-on-ingress", *missing)
+        assert out.returncode == 2
+        assert "--serve-on-ingress" in out.stderr and "--redis and --json-response" in out.stderr
+
+
 def test_a_short_request_state_key_is_refused() -> None:
     out = _refused("-t", "http", "--request-state-key", "short")
     assert out.returncode == 2 and "at least 32" in out.stderr

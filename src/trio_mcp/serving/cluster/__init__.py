@@ -30,11 +30,19 @@ instead of through the inboxes, which halves what a forwarded request costs
 stays the registry, the lease and fence authority, and the fallback
 (:mod:`._link`).
 
+A third (``serve_on_ingress``, ``--serve-on-ingress``): a node serves a
+session's plain requests answered as JSON (tool calls, lists, reads) itself,
+in a replica of the session restored from its saved handshake state, instead
+of forwarding them; what those calls send the client goes through the owner,
+and the client's answers are routed back by a mark in the request ids
+(:mod:`._replica`). Everything else is still forwarded.
+
 Modules: ``_settings`` (:class:`ClusterSettings`, :class:`OwnerLost`),
-``_redis`` (the keys and commands), ``_node`` (the node: lease, inbox, bus,
-routing), ``_registry`` (the session registry and handshake state),
-``_tunnel`` (requests forwarded to their session's owner), ``_link`` (the
-direct links).
+``_redis`` (the keys and commands), ``_node`` (the node: lease, inbox,
+routing), ``_bus`` (pub/sub between the nodes), ``_registry`` (the session
+registry and handshake state), ``_tunnel`` (requests forwarded to their
+session's owner), ``_link`` (the direct links), ``_replica`` (sessions owned
+elsewhere, served where their requests land).
 """
 
 from typing import TYPE_CHECKING
