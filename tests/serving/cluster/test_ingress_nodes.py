@@ -4,9 +4,13 @@ behind a real haproxy (round robin, no stickiness), over direct links. A
 session's plain requests are served by whichever node the balancer picks,
 what changes the session by its owner; a call running on a node that does
 not own its session finishes there when the owner is killed, and the
-session is adopted."""
+session is adopted. The nodes share a ``requestState`` key: a 2026-07-28
+call's rounds are answered by whichever node each retry reaches."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import httpx
 import pytest
@@ -28,7 +32,9 @@ from .test_cluster import text_of
 pytestmark = [pytest.mark.cluster, needs_real_parts]
 
 LINK = True
-EXTRA = ("--json-response", "--serve-on-ingress")
+KEY = "cluster-test-request-state-key-0123456789"
+EXTRA = ("--json-response", "--serve-on-ingress", "--request-state-key", KEY)
+MODERN = "2026-07-28"
 
 
 async def test_round_robin_serves_plain_requests_where_they_land(cluster: Cluster) -> None:
@@ -89,3 +95,49 @@ async def test_a_call_on_a_node_outlives_its_sessions_owner_which_is_then_adopte
             assert recorded == b"n3"
             assert text_of(await result_of(client, n2.url, session_id, call(3, "where"))) == "n2"
             assert (await client.delete(n2.url, headers=headers_for(session_id))).status_code in (200, 204)
+
+
+async def test_a_2026_call_whose_rounds_each_reach_another_node(cluster: Cluster) -> None:
+    """``ask`` asks three questions, one per round: each retry goes to the next
+    node, and is accepted there (the state was signed with the shared key)."""
+    capabilities = {"sampling": {}, "elicitation": {"form": {}}, "roots": {}}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "cluster-test", "version": "1"},
+    }
+    answers: dict[str, Any] = {
+        "sampling/createMessage": {
+            "role": "assistant",
+            "content": {"type": "text", "text": "s"},
+            "model": "m",
+        },
+        "elicitation/create": {"action": "accept", "content": {"name": "ada"}},
+        "roots/list": {"roots": [{"uri": "file:///r"}]},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "ask",
+    }
+    params: dict[str, Any] = {"name": "ask", "arguments": {}, "_meta": meta}
+    served, asked = [], []
+    with trio.fail_after(TIMEOUT):
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            for node in [*cluster.nodes, cluster.nodes[0]]:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+                answer = await client.post(node.url, content=json.dumps(body), headers=headers)
+                assert answer.status_code == 200, answer.text
+                served.append(answer.headers["mcp-node"])
+                result = answer.json()["result"]
+                if result.get("resultType") != "input_required":
+                    break
+                ((key, question),) = result["inputRequests"].items()
+                asked.append(question["method"])
+                params = {**params, "inputResponses": {key: answers[question["method"]]}}
+                params["requestState"] = result["requestState"]
+    assert asked == ["sampling/createMessage", "elicitation/create", "roots/list"]
+    assert served == ["n1", "n2", "n3", "n1"]
+    assert text_of(result) == "s|ada|file:///r|n1"

@@ -2,19 +2,21 @@
 sharing their sessions through Redis.
 
 Its plumbing runs under one one-for-all :class:`~trio_mcp.supervision.Supervisor`:
-the lease (heartbeat), the inbox reader, the bus (publish and subscribe) and
-the session keeper (saves handshake state, renews expiry, forgets ended
-sessions). When any of them dies all restart, and the lease restarts under a
+the lease (heartbeat), the inbox reader, the bus (publish and subscribe,
+:mod:`._bus`), the session keeper (saves handshake state, renews expiry,
+forgets ended sessions) and, with ``serve_on_ingress``, the replicas'
+upkeep. When any of them dies all restart, and the lease restarts under a
 new nonce: this node's sessions end (another node may adopt them), so a dead
 reader never leaves a live-looking owner that answers nothing.
 
 Routing (:meth:`RedisCluster.intercept`, called by the app for every request
 on the MCP endpoint): a session hosted here is served here; one owned by a
-live node is forwarded there (:mod:`._tunnel`); one whose owner died is
-adopted here or forgotten (``404``), per ``owner_failure``; with Redis away,
-a session request gets ``503`` within ``store_timeout`` (a session hosted
-here: as soon as the lease has lapsed), while requests without a session
-(``initialize`` aside) never touch Redis.
+live node is forwarded there (:mod:`._tunnel`), or with ``serve_on_ingress``
+served here by a replica of it when the request allows (:mod:`._replica`);
+one whose owner died is adopted here or forgotten (``404``), per
+``owner_failure``; with Redis away, a session request gets ``503`` within
+``store_timeout`` (a session hosted here: as soon as the lease has lapsed),
+while requests without a session (``initialize`` aside) never touch Redis.
 """
 
 from __future__ import annotations
