@@ -37,9 +37,13 @@ With ``--direct-link`` also ``2 workers redis link`` and ``2 workers redis
 pinned link``: the same 2-worker session rows with ``--direct-link`` (a
 forwarded request goes to its owner over a direct connection between the
 workers, a Unix socket in the parent's private directory, instead of through
-Redis; ratios against the same 1-process rows), and ``2 workers redis link
+Redis; ratios against the same 1-process rows), ``2 workers redis link
 tcp``, the unpinned one with its links over loopback TCP (``--link-host
-127.0.0.1``).
+127.0.0.1``), and ``2 workers redis ingress``, the unpinned one with
+``--serve-on-ingress``: a request that reaches the worker not owning its
+session is served there, from the session's saved handshake state, instead
+of being forwarded (nothing but the first requests of a session, before its
+owner saved that state, is forwarded).
 With ``--baseline PYTHON`` every row runs again, named ``… (base)``, served
 by that interpreter's trio-mcp (another checkout's venv, or a script running
 this venv's python with ``PYTHONPATH=OTHER/src``), in the same rounds: this

@@ -68,6 +68,7 @@ from ..http import HttpSessionStream
 from ..http._config import ASSIGNED_SESSION, accepts, media_types
 from ._redis import REDIS_ERRORS, SessionRecord
 from ._registry import restore
+from ._settings import OwnerLost
 from ._tunnel import forward, read_request, send_frame
 
 if TYPE_CHECKING:
@@ -179,14 +180,15 @@ class ReplicaStream(HttpSessionStream):
             self.asked.discard(frame.id)
         return await super().enqueue(frame)
 
-    def fail_asked(self, reason: str) -> None:
-        """Answer every request sent to the client and not answered yet with an
-        error (they went to a node that cannot relay their answers any more)."""
+    def fail_asked(self) -> None:
+        """Answer every request sent to the client and not answered yet with
+        :class:`OwnerLost` (they went through a node that cannot relay their
+        answers any more)."""
         nursery = self.replicas.cluster.nursery
         if nursery is None or self.closed:
             return
         for ident in self.asked:
-            nursery.start_soon(self.enqueue, error_response(ident, InternalError(reason)))
+            nursery.start_soon(self.enqueue, error_response(ident, OwnerLost(self.record.owner)))
 
 
 class Replicas:
@@ -457,11 +459,11 @@ class Replicas:
     def retire(self, replica: ReplicaStream, reason: str) -> None:
         """A replica whose session moved: no new request goes to it, and it
         ends once its calls in flight are over. What they asked the client
-        fails (its answers would go to the old owner)."""
+        fails with :class:`OwnerLost` (its answers would go to the old owner)."""
         assert replica.id is not None
         if self.by_id.get(replica.id) is replica:
             del self.by_id[replica.id]
-        replica.fail_asked(f"the session's node is gone: {reason}")
+        replica.fail_asked()
         if replica.awaiting:
             self.retiring.add(replica)
         else:
