@@ -276,7 +276,9 @@ async def test_a_deleted_session_is_gone_on_the_nodes_that_served_it(tmp_path: P
                 assert answer.status_code == 404
 
 
-async def test_a_call_asking_the_client_through_an_owner_that_goes_away_gets_owner_lost(tmp_path: Path) -> None:
+async def test_a_call_asking_the_client_through_an_owner_that_goes_away_gets_owner_lost(
+    tmp_path: Path,
+) -> None:
     with trio.fail_after(TIMEOUT):
         async with serving(tmp_path, "a", "b") as (redis, running):
             (url_a, a), (url_b, b) = running
