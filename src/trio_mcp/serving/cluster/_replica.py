@@ -201,7 +201,7 @@ class Replicas:
         #: adopted them): they end once their calls in flight are over.
         self.retiring: set[ReplicaStream] = set()
         #: On an owner: until when a session's POSTs are looked at for answers to route.
-        self.asked: dict[str, float] = {}
+        self.asking_until: dict[str, float] = {}
         queue = cluster.settings.outbox_queue
         self._out_send, self._out_recv = trio.open_memory_channel[_Outgoing](queue)
         self._in_send, self._in_recv = trio.open_memory_channel[dict[bytes, bytes]](queue)
@@ -368,13 +368,16 @@ class Replicas:
             self.cancel(session_id, params["r"])
 
     def cancel(self, session_id: str, ident: int | str) -> None:
-        """The client cancelled a request of the session: if a replica here runs it, it stops."""
-        replica = self.by_id.get(session_id)
+        """The client cancelled a request of the session: if a replica here
+        runs it (or a retiring one), it stops."""
         nursery = self.cluster.nursery
-        if replica is None or replica.closed or nursery is None:
+        if nursery is None:
             return
-        note = Notification(method="notifications/cancelled", params={"requestId": ident})
-        nursery.start_soon(replica.enqueue, note)
+        replica = self.by_id.get(session_id)
+        for candidate in (replica, *(r for r in self.retiring if r.id == session_id)):
+            if candidate is not None and not candidate.closed:
+                note = Notification(method="notifications/cancelled", params={"requestId": ident})
+                nursery.start_soon(candidate.enqueue, note)
 
     # ------------------------------------------------------------- replicas
 
@@ -576,9 +579,9 @@ class Replicas:
             message = decode(fields.get(b"m", b""))
             kind = type(message)
             if kind is Request:
-                if len(self.asked) >= app.settings.max_sessions:
-                    self.asked.clear()
-                self.asked[session_id] = trio.current_time() + _ASK_HORIZON
+                if len(self.asking_until) >= app.settings.max_sessions:
+                    self.asking_until.clear()
+                self.asking_until[session_id] = trio.current_time() + _ASK_HORIZON
             elif kind is not Notification:
                 continue
             elif message.method == "notifications/message":  # type: ignore[union-attr]
@@ -595,10 +598,10 @@ class Replicas:
 
     def asking(self, session_id: str) -> bool:
         """Whether a POST of a session owned here may carry an answer for a replica."""
-        until = self.asked.get(session_id)
+        until = self.asking_until.get(session_id)
         if until is None:
             return False
         if until < trio.current_time():
-            del self.asked[session_id]
+            del self.asking_until[session_id]
             return False
         return True
