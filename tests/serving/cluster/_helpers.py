@@ -39,6 +39,10 @@ def call(ident: int | str, name: str, progress: str | None = None, **arguments: 
     return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
 
 
+def set_level(ident: int | str, level: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": "logging/setLevel", "params": {"level": level}}
+
+
 def headers_for(session_id: str) -> dict[str, str]:
     return {**ACCEPT_BOTH, "mcp-session-id": session_id, "mcp-protocol-version": VERSION}
 

@@ -25,6 +25,7 @@ from ._helpers import (
     redis_client,
     request,
     result_of,
+    set_level,
 )
 from .conftest import Cluster, needs_real_parts
 from .test_cluster import text_of
@@ -57,7 +58,7 @@ async def test_round_robin_serves_plain_requests_where_they_land(cluster: Cluste
                 answer.json()["result"]["contents"][0]["text"]
                 == f"a note from {answer.headers['x-served-by']}"
             )
-            level = {"jsonrpc": "2.0", "id": 10, "method": "logging/setLevel", "params": {"level": "error"}}
+            level = set_level(10, "error")
             for i in range(3):  # on every node: the owner's to change
                 assert (await request(client, url, session_id, level)).status_code == 200
             recorded = await redis.hget(f"{cluster.prefix}sess:{session_id}", "owner")

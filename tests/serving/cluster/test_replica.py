@@ -31,6 +31,7 @@ from ._helpers import (
     redis_client,
     request,
     result_of,
+    set_level,
     stream,
 )
 from .conftest import needs_real_parts
@@ -131,12 +132,7 @@ async def test_plain_requests_are_served_on_the_node_they_reach(tmp_path: Path) 
                 assert stats["served_on_ingress"] == 3 and stats["replicas"] == 1
                 assert a.statistics()["forwarded_in"] == forwarded  # none of them reached the owner
                 # What changes the session goes to its owner.
-                level = {
-                    "jsonrpc": "2.0",
-                    "id": 5,
-                    "method": "logging/setLevel",
-                    "params": {"level": "error"},
-                }
+                level = set_level(5, "error")
                 assert (await request(client, url_b, session_id, level)).status_code == 200
                 assert a.statistics()["forwarded_in"] == forwarded + 1
                 assert b.statistics()["served_on_ingress"] == 3
@@ -155,12 +151,7 @@ async def test_a_replica_reaches_the_client_through_the_owner_and_gets_answers_f
             (url_a, a), (url_b, b), (url_c, _) = running
             async with httpx.AsyncClient(timeout=TIMEOUT) as client:
                 session_id = await saved_session(client, redis, url_a, ASKING)
-                level = {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "logging/setLevel",
-                    "params": {"level": "warning"},
-                }
+                level = set_level(1, "warning")
                 assert (await request(client, url_c, session_id, level)).status_code == 200
                 get_headers = {**headers_for(session_id), "accept": "text/event-stream"}
                 async with (

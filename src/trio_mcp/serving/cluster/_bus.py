@@ -78,7 +78,8 @@ class Bus:
         if event.node == cluster.settings.node_id:
             return
         if event.method.startswith("cluster/"):
-            cluster.notice(event.method, event.params)
+            if cluster.replicas is not None:
+                cluster.replicas.notice(event.method, event.params)
             return
         app = cluster._app
         shared = None if app is None else app._shared

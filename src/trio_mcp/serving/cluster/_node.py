@@ -386,11 +386,6 @@ class RedisCluster:
         """Publish a broadcast of the app, or a ``cluster/…`` notice, to the other nodes."""
         self.bus.publish(method, params)
 
-    def notice(self, method: str, params: Any) -> None:
-        """A ``cluster/…`` notice from another node (see :mod:`._replica`)."""
-        if self.replicas is not None:
-            self.replicas.notice(method, params)
-
     def dispatch_note(self, fields: dict[bytes, bytes]) -> None:
         """A ``push`` or ``touch`` frame of another node's replica (link or inbox)."""
         if self.replicas is not None:

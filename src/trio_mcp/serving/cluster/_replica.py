@@ -153,8 +153,6 @@ class ReplicaStream(HttpSessionStream):
         #: The owner (and its lease nonce) the replica was made under.
         self.record = record
         self.store = None  # it has no stream of its own to resume
-        #: Served a request since the last check.
-        self.used = True
         self.ready = trio.Event()
         #: The requests its calls sent the client that are not answered yet.
         self.asked: set[int | str] = set()
@@ -207,6 +205,8 @@ class Replicas:
         self._in_send, self._in_recv = trio.open_memory_channel[dict[bytes, bytes]](queue)
         #: Sessions whose owner had saved no state yet, and when Redis was last asked.
         self._unsaved: dict[str, float] = {}
+        #: When :meth:`check` last ran (a replica active since was used).
+        self._checked = -math.inf
         self.served = 0
         self.pushed = 0
         self.dropped = 0
@@ -245,7 +245,7 @@ class Replicas:
         """Serve a request of a session owned elsewhere here (or route an
         answer to the replica that asked): True when done, False when the
         caller forwards it to the owner."""
-        found = peek(body) if scope.get("method") == "POST" else None
+        found = peek(body) if body else None  # (b"" but for a POST)
         if found is None:
             return False
         if found.method is None:
@@ -398,7 +398,6 @@ class Replicas:
                         await replica.ready.wait()
                 if replica.closed or replica.server_session is None:
                     return None
-                replica.used = True
                 return replica
             self.retire(replica, "its session moved to another node")
         state = record.state or await self._state(session_id, record)
@@ -484,6 +483,7 @@ class Replicas:
         cluster = self.cluster
         idle = _IDLE_CHECKS * cluster.settings.renew_interval
         now = trio.current_time()
+        since, self._checked = self._checked, now
         used: dict[tuple[str, str], tuple[SessionRecord, list[str]]] = {}
         for replica in list(self.retiring):
             if replica.closed or not replica.awaiting:
@@ -493,11 +493,10 @@ class Replicas:
             if replica.closed:
                 self.end(replica, "ended")
                 continue
-            if not replica.used and not replica.awaiting:
+            if replica.last_active < since and not replica.awaiting:  # unused since the last check
                 if now - replica.last_active > idle:
                     self.end(replica, "unused")
                 continue
-            replica.used = False
             try:
                 with trio.fail_after(cluster.settings.store_timeout):
                     record = await cluster.store.lookup(session_id)
